@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util';
+import { issueApiKey, KeyIssueError, revokeApiKey } from '../auth/api-keys.ts';
+import { createOrganization, createUser, organizationExists } from '../auth/organizations.ts';
+import type { Db } from '../db/connect.ts';
+import { readCommandWebhooksEnabled, writeCommandWebhooksEnabled } from '../settings.ts';
+import { parseDuration } from './parse-duration.ts';
+
+/** A failure the CLI reports as JSON on stderr with a non-zero exit. */
+export class AdminError extends Error {
+  override name = 'AdminError';
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export const USAGE = `usage: npm run admin -- <command> [options]
+
+  create-org --name NAME                                   → {"organizationId","ownerUserId"}
+  create-user --org ID --role owner|member [--name N] [--email E] → {"userId"}
+  create-key --org ID --scopes a,b [--user ID] [--expires-in 30d]  → {"apiKey","keyId","scopes","expiresAt"}
+  revoke-key --id KEY_ID                                   → {"keyId","revoked"}
+  command-webhooks on|off|status                           → {"commandWebhooks"}
+
+Scopes: commands:read commands:write datasets:read datasets:write telemetry:read telemetry:write
+        webhooks:read webhooks:write (webhook scopes only for an owner: pass --user OWNER_ID)`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function required(values: Record<string, string | undefined>, name: string): string {
+  const value = values[name];
+  if (!value) throw new AdminError('invalid_request', `--${name} is required`);
+  return value;
+}
+
+function uuid(value: string, name: string): string {
+  if (!UUID.test(value)) throw new AdminError('invalid_request', `--${name} must be a UUID`);
+  return value;
+}
+
+/** Run one admin command; returns what is printed as JSON. */
+export async function runAdminCommand(db: Db, argv: string[], now: () => Date = () => new Date()): Promise<unknown> {
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      org: { type: 'string' },
+      role: { type: 'string' },
+      email: { type: 'string' },
+      scopes: { type: 'string' },
+      user: { type: 'string' },
+      'expires-in': { type: 'string' },
+      id: { type: 'string' },
+    },
+  });
+  switch (command) {
+    case 'create-org':
+      return createOrganization(db, required(values, 'name'));
+    case 'create-user': {
+      const org = uuid(required(values, 'org'), 'org');
+      const role = required(values, 'role');
+      if (role !== 'owner' && role !== 'member') throw new AdminError('invalid_request', '--role must be owner or member');
+      if (!(await organizationExists(db, org))) throw new AdminError('not_found', `no organization ${org}`);
+      return createUser(db, { organizationId: org, role, name: values.name, email: values.email });
+    }
+    case 'create-key': {
+      const org = uuid(required(values, 'org'), 'org');
+      const scopes = required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+      let expiresAt: Date | undefined;
+      if (values['expires-in']) {
+        try {
+          expiresAt = new Date(now().getTime() + parseDuration(values['expires-in']) * 1000);
+        } catch (error) {
+          throw new AdminError('invalid_request', (error as Error).message);
+        }
+      }
+      try {
+        return await issueApiKey(db, {
+          organizationId: org,
+          scopes,
+          userId: values.user ? uuid(values.user, 'user') : undefined,
+          expiresAt,
+        });
+      } catch (error) {
+        if (error instanceof KeyIssueError) throw new AdminError(error.code, error.message);
+        throw error;
+      }
+    }
+    case 'revoke-key': {
+      const id = uuid(required(values, 'id'), 'id');
+      const revoked = await revokeApiKey(db, id, now());
+      if (!revoked) {
+        const exists = await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+        if (!exists) throw new AdminError('not_found', `no key ${id}`);
+      }
+      return { keyId: id, revoked: true };
+    }
+    case 'command-webhooks': {
+      const mode = positionals[0];
+      if (mode === 'on' || mode === 'off') await writeCommandWebhooksEnabled(db, mode === 'on', now());
+      else if (mode !== 'status') throw new AdminError('invalid_request', 'command-webhooks takes on, off or status');
+      return { commandWebhooks: (await readCommandWebhooksEnabled(db)) ? 'on' : 'off' };
+    }
+    default:
+      throw new AdminError('invalid_request', command ? `unknown command "${command}"\n${USAGE}` : USAGE);
+  }
+}

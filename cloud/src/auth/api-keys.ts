@@ -1,0 +1,108 @@
+import { OWNER_ONLY_SCOPES, generateApiKey, hashApiKey, isApiKeyFormat, isScope, type Scope } from '@sortie/contracts';
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export class KeyIssueError extends Error {
+  override name = 'KeyIssueError';
+  readonly code: 'invalid_request' | 'forbidden' | 'not_found';
+  constructor(code: KeyIssueError['code'], message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface IssuedKey {
+  apiKey: string;
+  keyId: string;
+  scopes: Scope[];
+  expiresAt: string | null;
+}
+
+/**
+ * Issue a key. The plaintext is returned once and only its hash is stored. Keys carrying webhook
+ * scopes act for an owner: the spec lets only a workspace owner hold them.
+ */
+export async function issueApiKey(
+  db: Executor,
+  input: { organizationId: string; scopes: string[]; userId?: string; expiresAt?: Date },
+): Promise<IssuedKey> {
+  const unknown = input.scopes.filter((s) => !isScope(s));
+  if (unknown.length > 0) throw new KeyIssueError('invalid_request', `unknown scope: ${unknown.join(', ')}`);
+  if (input.scopes.length === 0) throw new KeyIssueError('invalid_request', 'a key needs at least one scope');
+  const scopes = [...new Set(input.scopes)] as Scope[];
+
+  const org = await db.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
+  if (!org) throw new KeyIssueError('not_found', `no organization ${input.organizationId}`);
+
+  let role: string | undefined;
+  if (input.userId) {
+    const user = await db
+      .selectFrom('users')
+      .select('role')
+      .where('id', '=', input.userId)
+      .where('organization_id', '=', input.organizationId)
+      .executeTakeFirst();
+    if (!user) throw new KeyIssueError('not_found', `no user ${input.userId} in organization ${input.organizationId}`);
+    role = user.role;
+  }
+  const ownerOnly = scopes.filter((s) => OWNER_ONLY_SCOPES.includes(s));
+  if (ownerOnly.length > 0 && role !== 'owner') {
+    throw new KeyIssueError(
+      'forbidden',
+      `keys with ${ownerOnly.join(', ')} can be created only for a workspace owner (pass --user with an owner's id)`,
+    );
+  }
+
+  const apiKey = generateApiKey();
+  const keyId = crypto.randomUUID();
+  await db
+    .insertInto('api_keys')
+    .values({
+      id: keyId,
+      organization_id: input.organizationId,
+      user_id: input.userId ?? null,
+      key_hash: await hashApiKey(apiKey),
+      key_prefix: apiKey.slice(0, 10),
+      scopes,
+      expires_at: input.expiresAt ?? null,
+    })
+    .execute();
+  return { apiKey, keyId, scopes, expiresAt: input.expiresAt?.toISOString() ?? null };
+}
+
+export async function revokeApiKey(db: Executor, keyId: string, at: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export type KeyCheck =
+  | { ok: true; organizationId: string; keyId: string; userId: string | null; scopes: Scope[]; expiresAt: Date | null }
+  | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' | 'expired' };
+
+/** Look a presented key up by its hash; the hash is what the index holds, so no plaintext comparison happens. */
+export async function checkApiKey(db: Executor, presented: string | undefined, now: Date): Promise<KeyCheck> {
+  if (!presented || !isApiKeyFormat(presented)) return { ok: false, reason: 'malformed' };
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['id', 'organization_id', 'user_id', 'scopes', 'expires_at', 'revoked_at'])
+    .where('key_hash', '=', await hashApiKey(presented))
+    .executeTakeFirst();
+  if (!row) return { ok: false, reason: 'unknown' };
+  if (row.revoked_at && row.revoked_at <= now) return { ok: false, reason: 'revoked' };
+  if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
+  return {
+    ok: true,
+    organizationId: row.organization_id,
+    keyId: row.id,
+    userId: row.user_id,
+    scopes: row.scopes.filter(isScope),
+    expiresAt: row.expires_at,
+  };
+}

@@ -1,0 +1,78 @@
+import { CreateChannelRequestSchema, ListChannelsQuerySchema, UpdateChannelRequestSchema } from '@sortie/contracts';
+import { Hono } from 'hono';
+import { requireScope } from '../auth/require-scope.ts';
+import type { AppContext } from '../context.ts';
+import { listChannelRows, requireDataset, toChannel } from '../datasets/queries.ts';
+import { columnName } from '../datasets/wide-table.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import { conflict, notFound } from '../http/api-error.ts';
+import type { AppEnv } from '../http/app-env.ts';
+import { readJson, readQuery } from '../http/validation.ts';
+
+export function channelsRoutes(ctx: AppContext) {
+  return new Hono<AppEnv>()
+    .get('/datasets/channels', requireScope(ctx, 'datasets:read'), async (c) => {
+      const query = readQuery(c, ListChannelsQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      return c.json((await listChannelRows(ctx.db, dataset.id)).map(toChannel));
+    })
+    .post('/datasets/channels/create', requireScope(ctx, 'datasets:write'), async (c) => {
+      const body = await readJson(c, CreateChannelRequestSchema);
+      const organizationId = c.get('principal').organizationId;
+      const row = await ctx.db.transaction().execute(async (tx) => {
+        const dataset = await requireDataset(tx, organizationId, body.datasetId, body.experimentId);
+        if (dataset.storage_shape === 'narrow') {
+          throw conflict('dataset is narrow: its signals come from the data, channels cannot be declared');
+        }
+        // Serialise index assignment per dataset.
+        await tx.selectFrom('datasets').select('id').where('id', '=', dataset.id).forUpdate().execute();
+        const existing = await listChannelRows(tx, dataset.id);
+        if (existing.some((ch) => ch.name === body.name)) throw conflict(`a channel named "${body.name}" already exists`);
+        const index = existing.reduce((max, ch) => Math.max(max, ch.col_index ?? -1), -1) + 1;
+        // Metadata only: the physical column appears when a registration lists the channel.
+        return tx
+          .insertInto('channels')
+          .values({
+            id: crypto.randomUUID(),
+            organization_id: organizationId,
+            dataset_id: dataset.id,
+            col_index: index,
+            col_name: columnName(index),
+            name: body.name,
+            unit: body.unit,
+            data_type: body.dataType,
+            physical_type: null,
+            updated_at: ctx.clock.now(),
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      });
+      return c.json(toChannel(row), 201);
+    })
+    .post('/datasets/channels/update', requireScope(ctx, 'datasets:write'), async (c) => {
+      const body = await readJson(c, UpdateChannelRequestSchema);
+      const organizationId = c.get('principal').organizationId;
+      const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
+      const changes = {
+        ...(body.name !== undefined && { name: body.name }),
+        ...(body.unit !== undefined && { unit: body.unit }),
+        ...(body.dataType !== undefined && { data_type: body.dataType }),
+        updated_at: ctx.clock.now(),
+      };
+      let row;
+      try {
+        row = await ctx.db
+          .updateTable('channels')
+          .set(changes)
+          .where('id', '=', body.id)
+          .where('dataset_id', '=', dataset.id)
+          .returningAll()
+          .executeTakeFirst();
+      } catch (error) {
+        if (isUniqueViolation(error)) throw conflict(`a channel named "${body.name}" already exists`);
+        throw error;
+      }
+      if (!row) throw notFound(`no channel ${body.id} in dataset ${dataset.id}`);
+      return c.json(toChannel(row));
+    });
+}

@@ -1,0 +1,68 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import pg from 'pg';
+import { migrationProvider } from './migrations/index.ts';
+import type { Database } from './schema.ts';
+
+// int8 (counts, sums) arrives as text by default; our counts fit in a double comfortably.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  /** 'postgres' for a server, 'pglite' for the embedded default. */
+  kind: 'postgres' | 'pglite';
+  /** The pg pool, for paths Kysely does not cover (COPY). Absent on PGlite. */
+  pool?: pg.Pool;
+  /** True when the TimescaleDB extension is installed in this database. */
+  timescale: boolean;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(options: { url?: string; dataDir: string; poolSize?: number }): Promise<DatabaseHandle> {
+  if (options.url) {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', pool, timescale: false, close: () => db.destroy() };
+  }
+  const dir = path.resolve(options.dataDir, 'pg');
+  await mkdir(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  return {
+    db,
+    kind: 'pglite',
+    timescale: false,
+    close: async () => {
+      await db.destroy();
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}
+
+/** Run every pending migration; throws with the failing migration's name. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error) {
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String((error as Error).message ?? error)}`, { cause: error });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * TimescaleDB is used when present (compose runs it) and never required (dev and CI run plain Postgres).
+ * We create the extension only when the server offers it.
+ */
+export async function detectTimescale(handle: DatabaseHandle): Promise<boolean> {
+  if (handle.kind !== 'postgres') return false;
+  const offered = await sql<{ n: number }>`select count(*)::int as n from pg_available_extensions where name = 'timescaledb'`.execute(handle.db);
+  if ((offered.rows[0]?.n ?? 0) === 0) return false;
+  await sql`create extension if not exists timescaledb`.execute(handle.db);
+  return true;
+}

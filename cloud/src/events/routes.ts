@@ -1,0 +1,53 @@
+import { CreateEventsRequestSchema, ListEventsQuerySchema, type TimelineEvent } from '@sortie/contracts';
+import { Hono } from 'hono';
+import { requireScope } from '../auth/require-scope.ts';
+import type { AppContext } from '../context.ts';
+import { requireDataset } from '../datasets/queries.ts';
+import type { EventRow } from '../db/schema.ts';
+import type { AppEnv } from '../http/app-env.ts';
+import { readJson, readQuery } from '../http/validation.ts';
+
+function toEvent(row: EventRow): TimelineEvent {
+  return {
+    id: row.id,
+    datasetId: row.dataset_id,
+    timestamp: row.time.toISOString(),
+    kind: row.kind,
+    message: row.message,
+    data: row.data,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export function eventsRoutes(ctx: AppContext) {
+  return new Hono<AppEnv>()
+    .post('/datasets/events', requireScope(ctx, 'telemetry:write'), async (c) => {
+      const body = await readJson(c, CreateEventsRequestSchema);
+      const organizationId = c.get('principal').organizationId;
+      const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
+      const rows = await ctx.db
+        .insertInto('events')
+        .values(
+          body.events.map((e) => ({
+            id: crypto.randomUUID(),
+            organization_id: organizationId,
+            dataset_id: dataset.id,
+            time: e.timestamp,
+            kind: e.kind,
+            message: e.message,
+            data: JSON.stringify(e.data),
+          })),
+        )
+        .returningAll()
+        .execute();
+      return c.json({ events: rows.map(toEvent) }, 201);
+    })
+    .get('/datasets/events', requireScope(ctx, 'datasets:read'), async (c) => {
+      const query = readQuery(c, ListEventsQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      let q = ctx.db.selectFrom('events').selectAll().where('dataset_id', '=', dataset.id);
+      if (query.kind) q = q.where('kind', '=', query.kind);
+      const rows = await q.orderBy('time').orderBy('id').execute();
+      return c.json(rows.map(toEvent));
+    });
+}

@@ -1,0 +1,47 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { channelsRoutes } from '../channels/routes.ts';
+import type { AppContext } from '../context.ts';
+import { datasetsRoutes } from '../datasets/routes.ts';
+import { eventsRoutes } from '../events/routes.ts';
+import { experimentsRoutes } from '../experiments/routes.ts';
+import { appendRoutes } from '../telemetry/append-route.ts';
+import { ApiError } from './api-error.ts';
+import type { AppEnv } from './app-env.ts';
+import { renderError } from './render-error.ts';
+import { requestId } from './request-id.ts';
+
+export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use(requestId);
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    ctx.logger.info(
+      { requestId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
+      'http request',
+    );
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: ctx.config.http.bodyLimit,
+      onError: (c) =>
+        renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
+    }),
+  );
+
+  app.route('/api', experimentsRoutes(ctx));
+  app.route('/api', datasetsRoutes(ctx));
+  app.route('/api', channelsRoutes(ctx));
+  app.route('/api', appendRoutes(ctx));
+  app.route('/api', eventsRoutes(ctx));
+
+  app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return renderError(c, error);
+    ctx.logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
+    return renderError(c, new ApiError('internal_error', 'internal error; quote the request id when reporting it'));
+  });
+  return app;
+}

@@ -1,0 +1,68 @@
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { systemClock, type Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
+import { createHttpApp } from './http/app.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { resolveSecretKey } from './secret-key.ts';
+
+export interface ServiceOverrides {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** The cloud process: create wires dependencies and migrates, start listens, destroy lets go of everything. */
+export class SortieService {
+  readonly ctx: AppContext;
+  #http: ServerType | undefined;
+
+  private constructor(ctx: AppContext) {
+    this.ctx = ctx;
+  }
+
+  static async create(config: Config, overrides: ServiceOverrides = {}): Promise<SortieService> {
+    const logger = overrides.logger ?? createLogger(config.logLevel);
+    const secretKey = await resolveSecretKey(config);
+    const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+    try {
+      const applied = await migrateToLatest(database.db);
+      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+      database.timescale = await detectTimescale(database);
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+    logger.info({ database: database.kind, timescale: database.timescale }, 'database ready');
+    return new SortieService({ config, db: database.db, database, logger, clock: overrides.clock ?? systemClock, secretKey });
+  }
+
+  async start(): Promise<void> {
+    const app = createHttpApp(this.ctx);
+    const { host, port } = this.ctx.config.http;
+    await new Promise<void>((resolve, reject) => {
+      const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve());
+      server.once('error', reject);
+      this.#http = server;
+    });
+    this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
+  }
+
+  get httpPort(): number {
+    return (this.#http?.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  get httpUrl(): string {
+    return `http://127.0.0.1:${this.httpPort}`;
+  }
+
+  async destroy(): Promise<void> {
+    const http = this.#http;
+    this.#http = undefined;
+    if (http) {
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
+    await this.ctx.database.close();
+  }
+}

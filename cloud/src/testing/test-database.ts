@@ -1,0 +1,37 @@
+import pg from 'pg';
+
+/** The server integration tests run against; CI and the dev machine have PostgreSQL on loopback. */
+export const TEST_ADMIN_URL = process.env.SORTIE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh database per test file, dropped afterwards, so files never see each other's rows. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `sortie_test_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: TEST_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(TEST_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: TEST_ADMIN_URL });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

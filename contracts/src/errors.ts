@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+/**
+ * Stable error codes. Clients branch on `code`; `message` is prose and may change.
+ * The HTTP status each code travels with is fixed here so the server and clients agree.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  insufficient_scope: 403,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  internal_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+
+export const ErrorDetailSchema = z.object({
+  /** Path into the sent body or query, zero-based array indexes: `rows[12].timestamp`. */
+  field: z.string(),
+  message: z.string(),
+});
+export type ErrorDetail = z.infer<typeof ErrorDetailSchema>;
+
+export const ErrorEnvelopeSchema = z.object({
+  error: z.object({
+    code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
+    message: z.string(),
+    details: z.array(ErrorDetailSchema),
+    request_id: z.string(),
+  }),
+});
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>;
+
+/** Render a zod issue path as the spec's field path: `rows[12].timestamp`. */
+export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+/** Turn a zod error into the envelope's `details`, one entry per issue. */
+export function zodIssuesToDetails(error: z.ZodError, prefix: ReadonlyArray<PropertyKey> = []): ErrorDetail[] {
+  return error.issues.map((issue) => ({
+    field: formatIssuePath([...prefix, ...issue.path]),
+    message: issue.message,
+  }));
+}

@@ -1,0 +1,6 @@
+export * from './common.ts';
+export * from './channels.ts';
+export * from './datasets.ts';
+export * from './experiments.ts';
+export * from './telemetry.ts';
+export * from './events.ts';

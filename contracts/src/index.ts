@@ -1,0 +1,7 @@
+export * from './errors.ts';
+export * from './scopes.ts';
+export * from './http/index.ts';
+export * from './gen/index.ts';
+export * from './tokens/index.ts';
+export * from './webhook/index.ts';
+export * from './mavlink/signal-names.ts';
