@@ -6,5 +6,6 @@ export default defineConfig({
     exclude: ['**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    reporters: ['default', './scripts/summary-reporter.ts'],
   },
 });
