@@ -2,6 +2,8 @@ import type { Config } from './config.ts';
 import type { Clock } from './clock.ts';
 import type { DatabaseHandle, Db } from './db/connect.ts';
 import type { Logger } from './logger.ts';
+import type { AllowList } from './webhooks/address-policy.ts';
+import type { Resolver } from './webhooks/url-guard.ts';
 
 /** Everything a handler may depend on, wired once by the service. */
 export interface AppContext {
@@ -12,4 +14,6 @@ export interface AppContext {
   clock: Clock;
   /** Encrypts webhook secrets at rest. */
   secretKey: Uint8Array;
+  /** What webhook URLs are checked against: DNS (injectable for tests) and the private-range allow list. */
+  webhookGuard: { resolve: Resolver; allow: AllowList };
 }

@@ -7,10 +7,14 @@ import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts'
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { resolveSecretKey } from './secret-key.ts';
+import { parseAllowCidrs } from './webhooks/address-policy.ts';
+import { systemResolver, type Resolver } from './webhooks/url-guard.ts';
 
 export interface ServiceOverrides {
   clock?: Clock;
   logger?: Logger;
+  /** DNS for webhook URL checks; tests answer from a table. */
+  resolver?: Resolver;
 }
 
 /** The cloud process: create wires dependencies and migrates, start listens, destroy lets go of everything. */
@@ -25,6 +29,7 @@ export class SortieService {
   static async create(config: Config, overrides: ServiceOverrides = {}): Promise<SortieService> {
     const logger = overrides.logger ?? createLogger(config.logLevel);
     const secretKey = await resolveSecretKey(config);
+    const allow = parseAllowCidrs(config.webhook.allowCidrs);
     const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
     try {
       const applied = await migrateToLatest(database.db);
@@ -35,7 +40,15 @@ export class SortieService {
       throw error;
     }
     logger.info({ database: database.kind, timescale: database.timescale }, 'database ready');
-    return new SortieService({ config, db: database.db, database, logger, clock: overrides.clock ?? systemClock, secretKey });
+    return new SortieService({
+      config,
+      db: database.db,
+      database,
+      logger,
+      clock: overrides.clock ?? systemClock,
+      secretKey,
+      webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
+    });
   }
 
   async start(): Promise<void> {

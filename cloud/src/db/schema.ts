@@ -95,6 +95,123 @@ export interface EventsTable {
   created_at: CreatedAt;
 }
 
+export interface CommandTemplatesTable {
+  id: string;
+  organization_id: string;
+  key: string;
+  description: string;
+  category: string;
+  destructive: boolean;
+  args_schema: Json<Record<string, unknown> | null> | null;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export type CommandStatus = 'logged' | 'queued' | 'acked' | 'nacked' | 'timed_out';
+
+export interface CommandsTable {
+  id: string;
+  organization_id: string;
+  experiment_id: string;
+  dataset_id: string;
+  command_text: string;
+  description: string;
+  args: Json<Record<string, unknown>>;
+  template_key: string;
+  category: string;
+  /** Seconds on the experiment's timeline; the list ordering key. */
+  rel_time: number;
+  issued_at: Timestamp;
+  issued_by_name: string;
+  issued_by_email: string;
+  /** The API key that logged the command (commands logged through the API have no issuing user). */
+  issued_by_key_id: string | null;
+  status: CommandStatus;
+  status_detail: string;
+  queued_at: NullableTimestamp;
+  delivered_at: NullableTimestamp;
+  acked_at: NullableTimestamp;
+  ack_deadline_at: NullableTimestamp;
+  vehicle_time: NullableTimestamp;
+  ack_payload: Json<Record<string, unknown> | null> | null;
+  delivery_attempts: ColumnType<number, number | undefined, number>;
+  client_token: string | null;
+  retracted_at: NullableTimestamp;
+  retracted_reason: string | null;
+}
+
+export interface ArmingsTable {
+  dataset_id: string;
+  organization_id: string;
+  armed_at: Timestamp;
+  expires_at: Timestamp;
+  armed_by_key_id: string | null;
+  armed_by_user_id: string | null;
+  reason: string;
+  disarmed_at: NullableTimestamp;
+  disarmed_by_key_id: string | null;
+}
+
+export interface WebhookEndpointsTable {
+  id: string;
+  organization_id: string;
+  label: string;
+  url: string;
+  secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  rotating_until: NullableTimestamp;
+  disabled_at: NullableTimestamp;
+  disabled_reason: string | null;
+  consecutive_failures: ColumnType<number, number | undefined, number>;
+  deleted_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export type DeliveryJobState = 'pending' | 'delivered' | 'failed' | 'abandoned';
+
+export interface DeliveryJobsTable {
+  id: string;
+  organization_id: string;
+  command_id: string;
+  endpoint_id: string;
+  state: ColumnType<DeliveryJobState, DeliveryJobState | undefined, DeliveryJobState>;
+  attempts: ColumnType<number, number | undefined, number>;
+  created_at: CreatedAt;
+  published_at: NullableTimestamp;
+  next_attempt_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface DeliveryAttemptsTable {
+  id: string;
+  organization_id: string;
+  job_id: string;
+  command_id: string;
+  endpoint_id: string;
+  endpoint_url: string;
+  event_type: string;
+  attempt: number;
+  status_code: number | null;
+  response: string;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: Timestamp;
+}
+
+export interface AckTokensTable {
+  token_hash: string;
+  command_id: string;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  created_at: CreatedAt;
+}
+
+export interface AckAttemptsTable {
+  command_id: string;
+  attempted_at: Timestamp;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -104,6 +221,14 @@ export interface Database {
   datasets: DatasetsTable;
   channels: ChannelsTable;
   events: EventsTable;
+  command_templates: CommandTemplatesTable;
+  commands: CommandsTable;
+  armings: ArmingsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  delivery_jobs: DeliveryJobsTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  ack_tokens: AckTokensTable;
+  ack_attempts: AckAttemptsTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -114,4 +239,10 @@ export type DatasetRow = Selectable<DatasetsTable>;
 export type ChannelRow = Selectable<ChannelsTable>;
 export type ChannelUpdate = Updateable<ChannelsTable>;
 export type EventRow = Selectable<EventsTable>;
+export type CommandRow = Selectable<CommandsTable>;
+export type CommandTemplateRow = Selectable<CommandTemplatesTable>;
+export type ArmingRow = Selectable<ArmingsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type DeliveryJobRow = Selectable<DeliveryJobsTable>;
+export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
 export type { Generated };

@@ -9,6 +9,7 @@ import { ManualClock } from '../clock.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
 import { SortieService } from '../service.ts';
+import type { Resolver } from '../webhooks/url-guard.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
 export interface TestOrg {
@@ -41,7 +42,9 @@ export interface TestResponse {
  * Start the real service on a free port. `embedded: true` runs on PGlite in a temp folder; otherwise
  * on a fresh database of the real PostgreSQL.
  */
-export async function startTestService(options: { embedded?: boolean; env?: Record<string, string> } = {}): Promise<TestService> {
+export async function startTestService(
+  options: { embedded?: boolean; env?: Record<string, string>; resolver?: Resolver } = {},
+): Promise<TestService> {
   let database: TestDatabase | undefined;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-test-'));
   if (!options.embedded) database = await createTestDatabase();
@@ -55,7 +58,7 @@ export async function startTestService(options: { embedded?: boolean; env?: Reco
     ...options.env,
   });
   const clock = new ManualClock(new Date());
-  const service = await SortieService.create(config, { clock, logger: createLogger('silent') });
+  const service = await SortieService.create(config, { clock, logger: createLogger('silent'), resolver: options.resolver });
   await service.start();
   const url = service.httpUrl;
 
