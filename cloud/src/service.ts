@@ -4,6 +4,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
+import { startSweeper } from './commands/sweeper.ts';
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -21,6 +22,7 @@ export interface ServiceOverrides {
 export class SortieService {
   readonly ctx: AppContext;
   #http: ServerType | undefined;
+  #sweeper: { stop(): Promise<void> } | undefined;
 
   private constructor(ctx: AppContext) {
     this.ctx = ctx;
@@ -60,6 +62,7 @@ export class SortieService {
       this.#http = server;
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
+    this.#sweeper = startSweeper(this.ctx);
   }
 
   get httpPort(): number {
@@ -71,6 +74,8 @@ export class SortieService {
   }
 
   async destroy(): Promise<void> {
+    await this.#sweeper?.stop();
+    this.#sweeper = undefined;
     const http = this.#http;
     this.#http = undefined;
     if (http) {

@@ -102,7 +102,7 @@ export interface CommandTemplatesTable {
   description: string;
   category: string;
   destructive: boolean;
-  args_schema: Json<Record<string, unknown> | null> | null;
+  args_schema: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -133,7 +133,7 @@ export interface CommandsTable {
   acked_at: NullableTimestamp;
   ack_deadline_at: NullableTimestamp;
   vehicle_time: NullableTimestamp;
-  ack_payload: Json<Record<string, unknown> | null> | null;
+  ack_payload: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   delivery_attempts: ColumnType<number, number | undefined, number>;
   client_token: string | null;
   retracted_at: NullableTimestamp;

@@ -1,6 +1,8 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { armingRoutes } from '../arming/routes.ts';
 import { channelsRoutes } from '../channels/routes.ts';
+import { commandsRoutes } from '../commands/routes.ts';
 import type { AppContext } from '../context.ts';
 import { datasetsRoutes } from '../datasets/routes.ts';
 import { eventsRoutes } from '../events/routes.ts';
@@ -36,6 +38,8 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', channelsRoutes(ctx));
   app.route('/api', appendRoutes(ctx));
   app.route('/api', eventsRoutes(ctx));
+  app.route('/api', commandsRoutes(ctx));
+  app.route('/api', armingRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((error, c) => {

@@ -4,3 +4,5 @@ export * from './datasets.ts';
 export * from './experiments.ts';
 export * from './telemetry.ts';
 export * from './events.ts';
+export * from './commands.ts';
+export * from './arming.ts';

@@ -1,0 +1,53 @@
+import { ArmingQuerySchema, ArmRequestSchema, DisarmRequestSchema } from '@sortie/contracts';
+import { Hono } from 'hono';
+import { requireScope } from '../auth/require-scope.ts';
+import type { AppContext } from '../context.ts';
+import { requireDataset } from '../datasets/queries.ts';
+import type { AppEnv } from '../http/app-env.ts';
+import { readJson, readQuery } from '../http/validation.ts';
+import { readArming, toArmingRecord } from './arming.ts';
+
+/** Arming is per dataset, always expires, and is what dispatch checks second (after the deployment switch). */
+export function armingRoutes(ctx: AppContext) {
+  return new Hono<AppEnv>()
+    .post('/datasets/arm', requireScope(ctx, 'commands:write'), async (c) => {
+      const body = await readJson(c, ArmRequestSchema);
+      const principal = c.get('principal');
+      const dataset = await requireDataset(ctx.db, principal.organizationId, body.datasetId, body.experimentId);
+      const now = ctx.clock.now();
+      const values = {
+        armed_at: now,
+        expires_at: new Date(now.getTime() + body.ttlSeconds * 1000),
+        armed_by_key_id: principal.keyId,
+        armed_by_user_id: principal.userId,
+        reason: body.reason,
+        disarmed_at: null,
+        disarmed_by_key_id: null,
+      };
+      const row = await ctx.db
+        .insertInto('armings')
+        .values({ dataset_id: dataset.id, organization_id: principal.organizationId, ...values })
+        .onConflict((oc) => oc.column('dataset_id').doUpdateSet(values))
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return c.json(toArmingRecord(dataset.id, row, now));
+    })
+    .post('/datasets/disarm', requireScope(ctx, 'commands:write'), async (c) => {
+      const body = await readJson(c, DisarmRequestSchema);
+      const principal = c.get('principal');
+      const dataset = await requireDataset(ctx.db, principal.organizationId, body.datasetId, body.experimentId);
+      const now = ctx.clock.now();
+      await ctx.db
+        .updateTable('armings')
+        .set({ disarmed_at: now, disarmed_by_key_id: principal.keyId })
+        .where('dataset_id', '=', dataset.id)
+        .where('disarmed_at', 'is', null)
+        .execute();
+      return c.json(toArmingRecord(dataset.id, await readArming(ctx.db, dataset.id), now));
+    })
+    .get('/datasets/arming', requireScope(ctx, 'commands:read'), async (c) => {
+      const query = readQuery(c, ArmingQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      return c.json(toArmingRecord(dataset.id, await readArming(ctx.db, dataset.id), ctx.clock.now()));
+    });
+}

@@ -1,0 +1,75 @@
+import type { DispatchRequest, DispatchResponse } from '@sortie/contracts';
+import { isArmed, readArming } from '../arming/arming.ts';
+import type { AppContext } from '../context.ts';
+import { conflict, notFound } from '../http/api-error.ts';
+import { readCommandWebhooksEnabled } from '../settings.ts';
+
+export interface DispatchOutcome {
+  response: DispatchResponse;
+  /** Outbox rows written in the dispatch transaction, to publish after commit. */
+  jobIds: string[];
+}
+
+/**
+ * Dispatch: check the spec's four preconditions in its order, then in one transaction move the command
+ * `logged → queued` by compare-and-set, set its deadline and write one delivery job per enabled
+ * endpoint (the outbox). Returns without waiting for any receiver.
+ */
+export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome> {
+  return ctx.db.transaction().execute(async (tx) => {
+    const command = await tx
+      .selectFrom('commands')
+      .select(['id', 'dataset_id', 'status', 'retracted_at'])
+      .where('id', '=', body.commandId)
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst();
+    if (!command) throw notFound(`no command ${body.commandId}`);
+    const now = ctx.clock.now();
+
+    // (1) The deployment switch, read on every dispatch.
+    if (!(await readCommandWebhooksEnabled(tx))) {
+      throw conflict('command webhooks are disabled on this deployment (an operator turns them on with `admin command-webhooks on`)');
+    }
+    // (2) An unexpired arming of the command's dataset.
+    const arming = await readArming(tx, command.dataset_id);
+    if (!isArmed(arming, now)) {
+      const why = !arming || arming.disarmed_at ? 'is not armed' : `arming expired at ${arming.expires_at.toISOString()}`;
+      throw conflict(`dataset ${command.dataset_id} ${why}; arm it before dispatching`);
+    }
+    // (3) Somewhere to send it.
+    const endpoints = await tx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'url'])
+      .where('organization_id', '=', organizationId)
+      .where('deleted_at', 'is', null)
+      .where('disabled_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    if (endpoints.length === 0) throw conflict('no enabled webhook endpoint in this organization; register one with /api/webhooks/create');
+
+    // (4) Still logged: an atomic compare-and-set, so of racing dispatches exactly one wins.
+    const deadline = new Date(now.getTime() + body.ackTimeoutSeconds * 1000);
+    const moved = await tx
+      .updateTable('commands')
+      .set({ status: 'queued', queued_at: now, ack_deadline_at: deadline })
+      .where('id', '=', command.id)
+      .where('status', '=', 'logged')
+      .where('retracted_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    if (!moved) {
+      const current = await tx.selectFrom('commands').select(['status', 'retracted_at']).where('id', '=', command.id).executeTakeFirstOrThrow();
+      throw conflict(
+        current.retracted_at ? 'command has been retracted and cannot be dispatched' : `command is already ${current.status}, not logged`,
+      );
+    }
+
+    const jobs = endpoints.map((endpoint) => ({ id: crypto.randomUUID(), organization_id: organizationId, command_id: command.id, endpoint_id: endpoint.id }));
+    await tx.insertInto('delivery_jobs').values(jobs).execute();
+    return {
+      response: { commandId: command.id, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
+      jobIds: jobs.map((j) => j.id),
+    };
+  });
+}

@@ -1,0 +1,78 @@
+import {
+  AckRequestSchema,
+  CreateCommandRequestSchema,
+  DispatchRequestSchema,
+  ListCommandsQuerySchema,
+  RetractCommandRequestSchema,
+} from '@sortie/contracts';
+import { Hono } from 'hono';
+import { requireScope } from '../auth/require-scope.ts';
+import type { AppContext } from '../context.ts';
+import { requireDataset } from '../datasets/queries.ts';
+import { conflict, notFound } from '../http/api-error.ts';
+import type { AppEnv } from '../http/app-env.ts';
+import { readJson, readQuery } from '../http/validation.ts';
+import { acknowledge } from './ack.ts';
+import { createCommand } from './create-command.ts';
+import { dispatchCommand } from './dispatch.ts';
+import { toCommandRecord } from './records.ts';
+
+export interface CommandRouteHooks {
+  /** Called after a dispatch commits, with the outbox rows to publish. */
+  onDispatched?: (jobIds: string[]) => void;
+}
+
+export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
+  return new Hono<AppEnv>()
+    .post('/commands/create', requireScope(ctx, 'commands:write'), async (c) => {
+      const body = await readJson(c, CreateCommandRequestSchema);
+      const { row, duplicate } = await createCommand(ctx, c.get('principal'), body, undefined);
+      return c.json({ ...toCommandRecord(row), duplicate }, duplicate ? 200 : 201);
+    })
+    .get('/commands/list', requireScope(ctx, 'commands:read'), async (c) => {
+      const query = readQuery(c, ListCommandsQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      const rows = await ctx.db
+        .selectFrom('commands')
+        .selectAll()
+        .where('dataset_id', '=', dataset.id)
+        .orderBy('rel_time')
+        .orderBy('issued_at')
+        .orderBy('id')
+        .execute();
+      return c.json(rows.map(toCommandRecord));
+    })
+    .post('/commands/retract', requireScope(ctx, 'commands:write'), async (c) => {
+      const body = await readJson(c, RetractCommandRequestSchema);
+      const organizationId = c.get('principal').organizationId;
+      const row = await ctx.db
+        .updateTable('commands')
+        .set({ retracted_at: ctx.clock.now(), retracted_reason: body.reason })
+        .where('id', '=', body.commandId)
+        .where('organization_id', '=', organizationId)
+        .where('retracted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) {
+        const exists = await ctx.db
+          .selectFrom('commands')
+          .select('id')
+          .where('id', '=', body.commandId)
+          .where('organization_id', '=', organizationId)
+          .executeTakeFirst();
+        throw exists ? conflict('command is already retracted') : notFound(`no command ${body.commandId}`);
+      }
+      return c.json(toCommandRecord(row));
+    })
+    .post('/commands/dispatch', requireScope(ctx, 'commands:write'), async (c) => {
+      const body = await readJson(c, DispatchRequestSchema);
+      const outcome = await dispatchCommand(ctx, c.get('principal').organizationId, body);
+      hooks.onDispatched?.(outcome.jobIds);
+      return c.json(outcome.response);
+    })
+    // No API key: the per-command bearer token from the delivery is the credential.
+    .post('/commands/ack', async (c) => {
+      const body = await readJson(c, AckRequestSchema);
+      return c.json(await acknowledge(ctx, c.req.header('authorization'), body));
+    });
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { TimestampOut, Uuid } from './common.ts';
+
+/** Bounds of an arming's lifetime: ten seconds to twelve hours, fifteen minutes when unsaid. */
+export const ARMING_TTL_SECONDS = { min: 10, max: 43_200, default: 900 } as const;
+
+export const ArmRequestSchema = z.object({
+  datasetId: Uuid,
+  experimentId: Uuid.optional(),
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(ARMING_TTL_SECONDS.min, `must be between ${ARMING_TTL_SECONDS.min} and ${ARMING_TTL_SECONDS.max}`)
+    .max(ARMING_TTL_SECONDS.max, `must be between ${ARMING_TTL_SECONDS.min} and ${ARMING_TTL_SECONDS.max}`)
+    .default(ARMING_TTL_SECONDS.default),
+  reason: z.string().max(1000).default(''),
+});
+export type ArmRequest = z.infer<typeof ArmRequestSchema>;
+
+export const DisarmRequestSchema = z.object({ datasetId: Uuid, experimentId: Uuid.optional() });
+export const ArmingQuerySchema = z.object({ datasetId: Uuid, experimentId: Uuid.optional() });
+
+/** The dataset's arming as of now. An expired arming reads `armed: false`. */
+export const ArmingRecordSchema = z.object({
+  datasetId: Uuid,
+  armed: z.boolean(),
+  armedAt: TimestampOut.nullable(),
+  expiresAt: TimestampOut.nullable(),
+  armedBy: z.object({ keyId: Uuid.nullable(), userId: Uuid.nullable() }).nullable(),
+  reason: z.string(),
+  disarmedAt: TimestampOut.nullable(),
+});
+export type ArmingRecord = z.infer<typeof ArmingRecordSchema>;

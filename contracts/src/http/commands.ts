@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { Timestamp, TimestampOut, Uuid } from './common.ts';
+
+export const COMMAND_STATUSES = ['logged', 'queued', 'acked', 'nacked', 'timed_out'] as const;
+export const CommandStatus = z.enum(COMMAND_STATUSES);
+
+/** Bounds of `ackTimeoutSeconds` on dispatch: one second to one hour. */
+export const ACK_TIMEOUT_SECONDS = { min: 1, max: 3600, default: 60 } as const;
+
+export const CreateCommandRequestSchema = z.object({
+  experimentId: Uuid,
+  datasetId: Uuid,
+  commandText: z.string().trim().min(1).max(1000),
+  description: z.string().max(4000).default(''),
+  args: z.record(z.string(), z.unknown()).default({}),
+  /** Key of one of the organization's command templates (addition); its argsSchema validates `args`. */
+  templateKey: z.string().max(64).default(''),
+  category: z.string().max(120).default(''),
+  /** Position on the experiment's timeline, in seconds. The list is ordered by it. */
+  relTime: z.number().finite(),
+  /** Caller's idempotency token, unique per organization. */
+  clientToken: z.string().min(1).max(200).optional(),
+});
+export type CreateCommandRequest = z.infer<typeof CreateCommandRequestSchema>;
+
+export const CommandRecordSchema = z.object({
+  id: Uuid,
+  experimentId: Uuid,
+  datasetId: Uuid,
+  commandText: z.string(),
+  description: z.string(),
+  args: z.record(z.string(), z.unknown()),
+  templateKey: z.string(),
+  category: z.string(),
+  relTime: z.number(),
+  issuedAt: TimestampOut,
+  /** Empty for commands logged through the API; never filled with a substitute. */
+  issuedByName: z.string(),
+  issuedByEmail: z.string(),
+  status: CommandStatus,
+  statusDetail: z.string(),
+  queuedAt: TimestampOut.nullable(),
+  deliveredAt: TimestampOut.nullable(),
+  ackedAt: TimestampOut.nullable(),
+  ackDeadlineAt: TimestampOut.nullable(),
+  vehicleTime: TimestampOut.nullable(),
+  ackPayload: z.record(z.string(), z.unknown()).nullable(),
+  deliveryAttempts: z.number().int(),
+  clientToken: z.string().nullable(),
+  /** Set when the command was retracted (addition); retracted commands stay in the list. */
+  retractedAt: TimestampOut.nullable(),
+  retractedReason: z.string().nullable(),
+});
+export type CommandRecord = z.infer<typeof CommandRecordSchema>;
+
+export const CreateCommandResponseSchema = CommandRecordSchema.extend({ duplicate: z.boolean() });
+
+export const ListCommandsQuerySchema = z.object({ experimentId: Uuid, datasetId: Uuid });
+
+export const RetractCommandRequestSchema = z.object({
+  commandId: Uuid,
+  reason: z.string().max(1000).default(''),
+});
+
+export const DispatchRequestSchema = z.object({
+  commandId: Uuid,
+  ackTimeoutSeconds: z
+    .number({ error: 'must be an integer number of seconds' })
+    .int('must be an integer number of seconds')
+    .min(ACK_TIMEOUT_SECONDS.min, `must be between ${ACK_TIMEOUT_SECONDS.min} and ${ACK_TIMEOUT_SECONDS.max}`)
+    .max(ACK_TIMEOUT_SECONDS.max, `must be between ${ACK_TIMEOUT_SECONDS.min} and ${ACK_TIMEOUT_SECONDS.max}`)
+    .default(ACK_TIMEOUT_SECONDS.default),
+});
+export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
+
+export const DispatchResponseSchema = z.object({
+  commandId: Uuid,
+  status: z.literal('queued'),
+  ackDeadline: TimestampOut,
+  endpoints: z.array(z.object({ id: Uuid, url: z.string() })),
+});
+export type DispatchResponse = z.infer<typeof DispatchResponseSchema>;
+
+export const AckRequestSchema = z.object({
+  commandId: Uuid,
+  state: z.enum(['acked', 'nacked']),
+  vehicleTime: Timestamp.optional(),
+  detail: z.string().max(4000).default(''),
+  /** Free-form result data, stored as the command's ackPayload. */
+  payload: z.record(z.string(), z.unknown()).optional(),
+});
+export type AckRequest = z.infer<typeof AckRequestSchema>;
+
+export const AckResponseSchema = z.object({
+  commandId: Uuid,
+  status: z.enum(['acked', 'nacked']),
+  acknowledgedAt: TimestampOut,
+  duplicate: z.boolean(),
+});
+export type AckResponse = z.infer<typeof AckResponseSchema>;
