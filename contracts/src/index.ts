@@ -4,4 +4,4 @@ export * from './http/index.ts';
 export * from './gen/index.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';
-export * from './mavlink/signal-names.ts';
+export * from './mavlink/index.ts';

@@ -1,0 +1,308 @@
+// Frame → narrow samples, one per field (one per element of a numeric array). node-mavlink's
+// `protocol.data()` builds a class instance per frame, allocates Buffers and reads through a type-name
+// lookup per field; ingest decodes every frame, so each message's field metadata (offset, type, XML
+// name) is compiled once into a flat reader list with its signal names interned, and frames are read
+// through one DataView over a reused scratch buffer. Values match `protocol.data()` (tested).
+
+import { signalName, unknownSignalName } from '@sortie/contracts/mavlink';
+import type { MavlinkFrame } from '@sortie/contracts/mavlink';
+import { MAVLINK_REGISTRY } from './registry.ts';
+import type { MessageClass } from './registry.ts';
+
+export type SampleValue = number | bigint | string | Uint8Array;
+
+export interface DecodedSample {
+  /** `mavlink.<MESSAGE>.<field>`, `mavlink.<MESSAGE>.<field>[<i>]` or `mavlink.UNKNOWN_<id>.raw`. */
+  signal: string;
+  value: SampleValue;
+}
+
+export type SampleVisitor = (signal: string, value: SampleValue) => void;
+
+/**
+ * All the decoder needs of a frame (a MavlinkFrame qualifies). Without `version` the frame is read as
+ * v2: extension fields past a short payload decode as zeros.
+ */
+export type DecodableFrame = Pick<MavlinkFrame, 'msgid' | 'payload'> & { version?: 1 | 2 };
+
+const U8 = 0;
+const I8 = 1;
+const U16 = 2;
+const I16 = 3;
+const U32 = 4;
+const I32 = 5;
+const U64 = 6;
+const I64 = 7;
+const F32 = 8;
+const F64 = 9;
+/** A single `char`: one text value. */
+const CHAR = 10;
+/** `char[n]`: one text value, cut at the first NUL. */
+const TEXT = 11;
+
+const KINDS: Record<string, number> = {
+  uint8_t: U8,
+  // HEARTBEAT.mavlink_version: a uint8_t the generator fills in itself.
+  uint8_t_mavlink_version: U8,
+  int8_t: I8,
+  uint16_t: U16,
+  int16_t: I16,
+  uint32_t: U32,
+  int32_t: I32,
+  uint64_t: U64,
+  int64_t: I64,
+  float: F32,
+  double: F64,
+  char: CHAR,
+};
+
+export interface FieldReader {
+  /** Field name as in the dialect XML (snake_case), not node-mavlink's camelCase. */
+  readonly source: string;
+  readonly kind: number;
+  readonly offset: number;
+  /** Bytes per element. */
+  readonly size: number;
+  /** Elements read: 1 for scalars and text, the array length for numeric arrays. */
+  readonly count: number;
+  /** One signal per element read. */
+  readonly signals: readonly string[];
+  /** A MAVLink 2 extension field (absent from v1 frames). */
+  readonly extension: boolean;
+}
+
+export interface MessageLayout {
+  readonly msgid: number;
+  /** As in the dialect XML, e.g. `GLOBAL_POSITION_INT`. */
+  readonly name: string;
+  /** Full payload length including extensions; truncated v2 payloads are zero-padded to it. */
+  readonly payloadLength: number;
+  /** Base fields first, then extension fields (MAVLink 2 only). */
+  readonly fields: readonly FieldReader[];
+  /** How many of `fields` are base fields: all a v1 frame can carry. */
+  readonly baseFieldCount: number;
+  /** Samples a v2 frame of this message yields. */
+  readonly sampleCount: number;
+  /** Samples a v1 frame of this message yields. */
+  readonly baseSampleCount: number;
+  readonly timeBootMs: FieldReader | undefined;
+  readonly timeUsec: FieldReader | undefined;
+  readonly timeUnixUsec: FieldReader | undefined;
+}
+
+function compileLayout(clazz: MessageClass): MessageLayout {
+  const fields: FieldReader[] = [];
+  let sampleCount = 0;
+  let baseFieldCount = 0;
+  let baseSampleCount = 0;
+  // FIELDS are in wire order (sorted by size, extensions last); keep it so samples follow the payload.
+  for (const field of clazz.FIELDS) {
+    const isArray = field.type.endsWith('[]');
+    const base = isArray ? field.type.slice(0, -2) : field.type;
+    const scalarKind = KINDS[base];
+    if (scalarKind === undefined) throw new Error(`${clazz.MSG_NAME}.${field.source}: unsupported type ${field.type}`);
+    const kind = isArray && base === 'char' ? TEXT : scalarKind;
+    const count = isArray && kind !== TEXT ? field.length : 1;
+    const signals =
+      isArray && kind !== TEXT
+        ? Array.from({ length: count }, (_, i) => signalName(clazz.MSG_NAME, field.source, i))
+        : [signalName(clazz.MSG_NAME, field.source)];
+    const reader: FieldReader = {
+      source: field.source,
+      kind,
+      offset: field.offset,
+      size: field.size,
+      count: kind === TEXT ? field.length : count,
+      signals,
+      extension: field.extension,
+    };
+    fields.push(reader);
+    sampleCount += signals.length;
+    if (!field.extension) {
+      // node-mavlink lists extensions after all base fields (checked in the tests).
+      baseFieldCount++;
+      baseSampleCount += signals.length;
+    }
+  }
+  const scalar = (source: string) => fields.find((f) => f.source === source && f.signals.length === 1 && f.kind !== TEXT);
+  return {
+    msgid: clazz.MSG_ID,
+    name: clazz.MSG_NAME,
+    payloadLength: clazz.PAYLOAD_LENGTH,
+    fields,
+    baseFieldCount,
+    sampleCount,
+    baseSampleCount,
+    timeBootMs: scalar('time_boot_ms'),
+    timeUsec: scalar('time_usec'),
+    timeUnixUsec: scalar('time_unix_usec'),
+  };
+}
+
+const LAYOUTS: ReadonlyMap<number, MessageLayout> = new Map(
+  Array.from(MAVLINK_REGISTRY, ([id, clazz]) => [id, compileLayout(clazz)]),
+);
+
+export function messageLayoutOf(msgid: number): MessageLayout | undefined {
+  return LAYOUTS.get(msgid);
+}
+
+// Every message is read from here after zero-padding: one copy of at most 255 bytes per frame is cheaper
+// than a DataView per frame, and it makes v2 truncation (trailing zeros cut on the wire) invisible.
+const SCRATCH = new Uint8Array(256);
+const VIEW = new DataView(SCRATCH.buffer);
+
+function load(payload: Uint8Array, payloadLength: number): void {
+  const n = payload.length;
+  if (n >= payloadLength) {
+    SCRATCH.set(n === payloadLength ? payload : payload.subarray(0, payloadLength));
+  } else {
+    SCRATCH.set(payload);
+    SCRATCH.fill(0, n, payloadLength);
+  }
+}
+
+/** Latin-1 up to the first NUL, as node-mavlink (and pymavlink) read MAVLink strings. */
+function readText(offset: number, length: number): string {
+  let end = offset;
+  const limit = offset + length;
+  while (end < limit && SCRATCH[end] !== 0) end++;
+  let text = '';
+  for (let i = offset; i < end; i++) text += String.fromCharCode(SCRATCH[i]!);
+  return text;
+}
+
+/**
+ * Calls `visit` once per sample of the frame, in field order, without building sample objects (the
+ * ingest hot path). Signal strings are interned per message layout, so they compare cheaply and can key
+ * a Map. A v1 frame yields only base fields: MAVLink 1 cannot carry extensions, so zeros for them would
+ * be samples that were never measured. An id outside the dialect yields one `mavlink.UNKNOWN_<id>.raw`
+ * sample holding a copy of the payload as on the wire. Not re-entrant: `visit` must not decode another
+ * frame (all frames share one scratch buffer).
+ */
+export function visitFrame(frame: DecodableFrame, visit: SampleVisitor): void {
+  const layout = LAYOUTS.get(frame.msgid);
+  if (layout === undefined) {
+    visit(unknownSignalName(frame.msgid), frame.payload.slice());
+    return;
+  }
+  load(frame.payload, layout.payloadLength);
+  const fields = layout.fields;
+  const fieldCount = frame.version === 1 ? layout.baseFieldCount : fields.length;
+  for (let f = 0; f < fieldCount; f++) {
+    const field = fields[f]!;
+    const signals = field.signals;
+    const offset = field.offset;
+    switch (field.kind) {
+      case U8:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, SCRATCH[offset + i]!);
+        break;
+      case I8:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getInt8(offset + i));
+        break;
+      case U16:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getUint16(offset + i * 2, true));
+        break;
+      case I16:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getInt16(offset + i * 2, true));
+        break;
+      case U32:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getUint32(offset + i * 4, true));
+        break;
+      case I32:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getInt32(offset + i * 4, true));
+        break;
+      case U64:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getBigUint64(offset + i * 8, true));
+        break;
+      case I64:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getBigInt64(offset + i * 8, true));
+        break;
+      case F32:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getFloat32(offset + i * 4, true));
+        break;
+      case F64:
+        for (let i = 0; i < field.count; i++) visit(signals[i]!, VIEW.getFloat64(offset + i * 8, true));
+        break;
+      case CHAR:
+      case TEXT:
+        visit(signals[0]!, readText(offset, field.count));
+        break;
+    }
+  }
+}
+
+/** One `{ signal, value }` per field / array element; see visitFrame for the allocation-free form. */
+export function decodeFrame(frame: DecodableFrame): DecodedSample[] {
+  const samples: DecodedSample[] = [];
+  visitFrame(frame, (signal, value) => {
+    samples.push({ signal, value });
+  });
+  return samples;
+}
+
+/**
+ * Above this a `time_usec` is Unix time, below it time since boot: MAVLink leaves the choice to the
+ * sender and tells receivers to judge by magnitude. 10^15 µs is 31.7 years of uptime or 2001-09-09.
+ */
+export const UNIX_USEC_THRESHOLD = 1_000_000_000_000_000n;
+
+export interface FrameTime {
+  /** `time_boot_ms` as sent. */
+  timeBootMs?: number;
+  /** `time_usec` as sent (uint32 in SERVO_OUTPUT_RAW, where it wraps after 71 minutes). */
+  timeUsec?: bigint;
+  /** SYSTEM_TIME.time_unix_usec as sent; 0 means the vehicle has no GPS time yet. */
+  timeUnixUsec?: bigint;
+  /** Time since boot in µs: from time_boot_ms, else a non-zero 64-bit time_usec below UNIX_USEC_THRESHOLD. */
+  bootUs?: bigint;
+  /** Unix time in µs: a non-zero time_unix_usec, else a 64-bit time_usec at or above the threshold. */
+  unixUs?: bigint;
+}
+
+// Bytes past a truncated v2 payload read as zeros.
+function readUint(payload: Uint8Array, offset: number, size: number): number {
+  let value = 0;
+  for (let i = size - 1; i >= 0; i--) value = value * 256 + (payload[offset + i] ?? 0);
+  return value;
+}
+
+function readUint64(payload: Uint8Array, offset: number): bigint {
+  return (BigInt(readUint(payload, offset + 4, 4)) << 32n) | BigInt(readUint(payload, offset, 4));
+}
+
+/**
+ * The vehicle's clocks carried by a frame (SYSTEM_TIME, and any message with `time_boot_ms` or
+ * `time_usec`), for aligning samples later; undefined when the frame carries none or its id is unknown.
+ */
+export function frameTime(frame: DecodableFrame): FrameTime | undefined {
+  const layout = LAYOUTS.get(frame.msgid);
+  if (layout === undefined) return undefined;
+  const onWire = (field: FieldReader | undefined) => (field && !(field.extension && frame.version === 1) ? field : undefined);
+  const timeBootMs = onWire(layout.timeBootMs);
+  const timeUsec = onWire(layout.timeUsec);
+  const timeUnixUsec = onWire(layout.timeUnixUsec);
+  if (!timeBootMs && !timeUsec && !timeUnixUsec) return undefined;
+  const payload = frame.payload;
+  const time: FrameTime = {};
+  if (timeBootMs) {
+    time.timeBootMs = readUint(payload, timeBootMs.offset, 4);
+    time.bootUs = BigInt(time.timeBootMs) * 1000n;
+  }
+  if (timeUsec) {
+    if (timeUsec.size === 8) {
+      const usec = readUint64(payload, timeUsec.offset);
+      time.timeUsec = usec;
+      // 0 is what senders put in an optional (extension) timestamp they do not fill.
+      if (usec >= UNIX_USEC_THRESHOLD) time.unixUs = usec;
+      else if (usec !== 0n) time.bootUs ??= usec;
+    } else {
+      time.timeUsec = BigInt(readUint(payload, timeUsec.offset, timeUsec.size));
+    }
+  }
+  if (timeUnixUsec) {
+    time.timeUnixUsec = readUint64(payload, timeUnixUsec.offset);
+    if (time.timeUnixUsec !== 0n) time.unixUs = time.timeUnixUsec;
+  }
+  return time;
+}

@@ -1,0 +1,4 @@
+export * from './crc.ts';
+export * from './framer.ts';
+export * from './tlog.ts';
+export * from './signal-names.ts';
