@@ -95,7 +95,8 @@ export async function checkApiKey(db: Executor, presented: string | undefined, n
     .where('key_hash', '=', await hashApiKey(presented))
     .executeTakeFirst();
   if (!row) return { ok: false, reason: 'unknown' };
-  if (row.revoked_at && row.revoked_at <= now) return { ok: false, reason: 'revoked' };
+  // Revocation is immediate: revoked_at records when, it does not schedule (the revoker's clock may run ahead of ours).
+  if (row.revoked_at) return { ok: false, reason: 'revoked' };
   if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
   return {
     ok: true,
