@@ -55,7 +55,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
         continue;
       }
       if (raw === null) continue;
-      const coerced = coerceJsonValue(channel.physical_type, raw);
+      const coerced = coerceJsonValue(channel.physical_type, raw, channel.data_type);
       if (!coerced.ok) {
         details.push({ field, message: `${coerced.message} for ${channel.col_name} (${channel.data_type})` });
         continue;

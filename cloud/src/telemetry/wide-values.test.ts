@@ -28,6 +28,24 @@ describe('coerceJsonValue', () => {
     expect(result.ok).toBe(false);
   });
 
+  it.each([
+    ['int32', 2 ** 31],
+    ['int32', -(2 ** 31) - 1],
+    ['uint32', -1],
+    ['uint32', 2 ** 32],
+    ['enum', -1],
+  ] as const)('a %s channel refuses %j although its bigint column would hold it', (dataType, input) => {
+    expect(coerceJsonValue('bigint', input, dataType).ok).toBe(false);
+  });
+
+  it.each([
+    ['int32', -(2 ** 31)],
+    ['uint32', 2 ** 32 - 1],
+    ['enum', 7],
+  ] as const)('a %s channel accepts %j', (dataType, input) => {
+    expect(coerceJsonValue('bigint', input, dataType).ok).toBe(true);
+  });
+
   it('decodes base64 for bytes columns', () => {
     const result = coerceJsonValue('bytea', 'AQID');
     expect(result.ok && [...(result.value as Buffer)]).toEqual([1, 2, 3]);

@@ -8,7 +8,16 @@ const UINT64_MAX = 18446744073709551615n;
 const INT64_MIN = -9223372036854775808n;
 const INT64_MAX = 9223372036854775807n;
 
-export function coerceJsonValue(physicalType: string, value: number | string | boolean): Coerced {
+/** Narrower ranges of declared types that share the bigint column. */
+const DECLARED_RANGE: Record<string, [bigint, bigint, string]> = {
+  int32: [-2147483648n, 2147483647n, 'a 32-bit signed integer'],
+  uint32: [0n, 4294967295n, 'a 32-bit unsigned integer'],
+  enum: [0n, 4294967295n, 'an enum value (32-bit unsigned)'],
+};
+
+export function coerceJsonValue(physicalType: string, value: number | string | boolean, dataType?: string): Coerced {
+  const declared = dataType ? DECLARED_RANGE[dataType] : undefined;
+  if (physicalType === 'bigint' && declared) return integer(value, declared[0], declared[1], declared[2]);
   switch (physicalType) {
     case 'double precision':
       if (typeof value === 'number') return { ok: true, value };
