@@ -8,6 +8,8 @@ import { datasetsRoutes } from '../datasets/routes.ts';
 import { eventsRoutes } from '../events/routes.ts';
 import { experimentsRoutes } from '../experiments/routes.ts';
 import { appendRoutes } from '../telemetry/append-route.ts';
+import { templatesRoutes } from '../templates/routes.ts';
+import { webhooksRoutes } from '../webhooks/routes.ts';
 import { ApiError } from './api-error.ts';
 import type { AppEnv } from './app-env.ts';
 import { renderError } from './render-error.ts';
@@ -40,6 +42,8 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', eventsRoutes(ctx));
   app.route('/api', commandsRoutes(ctx));
   app.route('/api', armingRoutes(ctx));
+  app.route('/api', templatesRoutes(ctx));
+  app.route('/api', webhooksRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((error, c) => {

@@ -6,3 +6,5 @@ export * from './telemetry.ts';
 export * from './events.ts';
 export * from './commands.ts';
 export * from './arming.ts';
+export * from './webhooks.ts';
+export * from './templates.ts';

@@ -1,0 +1,151 @@
+import { generateWebhookSecret, type WebhookEndpoint } from '@sortie/contracts';
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, WebhookEndpointRow } from '../db/schema.ts';
+import { openSecret, sealSecret } from './secret-box.ts';
+
+/**
+ * Webhook endpoints: the use-cases behind /api/webhooks/* and the reads the dispatcher and the delivery
+ * engine need. Secrets are sealed with the deployment key (secret-box.ts) using the endpoint id as
+ * associated data; only create and rotate ever see a plaintext leave this module towards a client.
+ */
+
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+/** The spec's record. `rotatingUntil` is shown only while the window is open: after it, one secret is live. */
+export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoint {
+  return {
+    id: row.id,
+    label: row.label,
+    url: row.url,
+    disabledAt: row.disabled_at?.toISOString() ?? null,
+    disabledReason: row.disabled_reason,
+    rotatingUntil: overlapOpen(row, now) ? row.rotating_until!.toISOString() : null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function overlapOpen(row: WebhookEndpointRow, now: Date): boolean {
+  return row.previous_secret_ciphertext !== null && row.rotating_until !== null && now < row.rotating_until;
+}
+
+/** Insert an endpoint with a fresh secret. `url` must already have passed checkWebhookUrl. */
+export async function createEndpoint(
+  db: Executor,
+  input: { organizationId: string; label: string; url: string; secretKey: Uint8Array; now: Date },
+): Promise<{ row: WebhookEndpointRow; secret: string }> {
+  const id = crypto.randomUUID();
+  const secret = generateWebhookSecret();
+  const row = await db
+    .insertInto('webhook_endpoints')
+    .values({
+      id,
+      organization_id: input.organizationId,
+      label: input.label,
+      url: input.url,
+      secret_ciphertext: sealSecret(secret, input.secretKey, id),
+      created_at: input.now,
+      updated_at: input.now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row, secret };
+}
+
+/** The organization's endpoints that are not deleted, disabled ones included, oldest first. */
+export function listEndpoints(db: Executor, organizationId: string): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('deleted_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Replace the current secret with a fresh one. With an overlap the current secret becomes the previous
+ * one until now + overlap; whatever was previous before is dropped, so a second rotation inside an open
+ * window leaves exactly the two newest secrets. The shift happens inside one UPDATE, so two concurrent
+ * rotations serialise on the row lock and neither loses the other's secret shift.
+ *
+ * Returns undefined when the endpoint does not exist, is deleted, or belongs to another organization.
+ * A disabled endpoint may be rotated (e.g. after a leak); rotating does not re-enable it.
+ */
+export async function rotateEndpointSecret(
+  db: Executor,
+  input: { organizationId: string; id: string; overlapSeconds: number; secretKey: Uint8Array; now: Date },
+): Promise<{ row: WebhookEndpointRow; secret: string } | undefined> {
+  const secret = generateWebhookSecret();
+  const sealed = sealSecret(secret, input.secretKey, input.id);
+  const overlap = input.overlapSeconds > 0;
+  const row = await db
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({
+      previous_secret_ciphertext: overlap ? eb.ref('secret_ciphertext') : null,
+      rotating_until: overlap ? new Date(input.now.getTime() + input.overlapSeconds * 1000) : null,
+      secret_ciphertext: sealed,
+      updated_at: input.now,
+    }))
+    .where('id', '=', input.id)
+    .where('organization_id', '=', input.organizationId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  return row ? { row, secret } : undefined;
+}
+
+/**
+ * Soft delete: deliveries stop (the delivery engine re-reads the row and skips deleted endpoints) while
+ * delivery history keeps pointing at it. False when there was nothing live to delete.
+ */
+export async function deleteEndpoint(db: Executor, input: { organizationId: string; id: string; now: Date }): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_endpoints')
+    .set({ deleted_at: input.now, updated_at: input.now })
+    .where('id', '=', input.id)
+    .where('organization_id', '=', input.organizationId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+// ---- For dispatch and the delivery engine -------------------------------------------------------
+
+/** Endpoints a dispatch fans out to: the organization's, neither deleted nor disabled, oldest first. */
+export function listEnabledEndpoints(db: Executor, organizationId: string): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('deleted_at', 'is', null)
+    .where('disabled_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * The row as it is now, whatever its state (deleted and disabled rows included), so the delivery engine
+ * can decide to stop: check `isDeliverable` before every attempt. Undefined if no such id.
+ */
+export function getEndpointForDelivery(db: Executor, id: string): Promise<WebhookEndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Neither deleted nor disabled. */
+export function isDeliverable(row: WebhookEndpointRow): boolean {
+  return row.deleted_at === null && row.disabled_at === null;
+}
+
+/**
+ * The plaintext secrets a delivery must be signed with, newest first: two while a rotation overlap is
+ * open (now < rotating_until), otherwise one. Throws SecretBoxError if a stored secret cannot be opened
+ * (wrong deployment key or an altered row): never sign with something else instead.
+ */
+export function liveSecrets(row: WebhookEndpointRow, secretKey: Uint8Array, now: Date): string[] {
+  const secrets = [openSecret(row.secret_ciphertext, secretKey, row.id)];
+  if (overlapOpen(row, now)) secrets.push(openSecret(row.previous_secret_ciphertext!, secretKey, row.id));
+  return secrets;
+}

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { TimestampOut, Uuid } from './common.ts';
+
+/**
+ * Bounds of `overlapSeconds` on rotate. The spec leaves them open; 0 is its "immediate cutover", and
+ * the ceiling is 7 days: long enough for a receiver fleet to roll out a new secret, short enough that
+ * a rotation made because a secret leaked does not leave the old one valid indefinitely.
+ */
+export const WEBHOOK_OVERLAP_SECONDS = { min: 0, max: 604_800 } as const;
+
+export const WEBHOOK_LABEL_MAX = 200;
+export const WEBHOOK_URL_MAX = 2048;
+
+/** The webhook endpoint record of the spec. `secret` is added only by create and rotate (see below). */
+export const WebhookEndpointSchema = z.object({
+  id: Uuid,
+  label: z.string(),
+  /** Normalised by the WHATWG URL parser (`URL.href`), the form the URL rules were checked on. */
+  url: z.string(),
+  disabledAt: TimestampOut.nullable(),
+  /** Set when the endpoint was auto-disabled after consecutive failed deliveries. */
+  disabledReason: z.string().nullable(),
+  /** Non-null exactly while a previous secret is still accepted (deliveries then carry two signatures). */
+  rotatingUntil: TimestampOut.nullable(),
+  createdAt: TimestampOut,
+  updatedAt: TimestampOut,
+});
+export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
+
+/** A record together with a secret being shown for the first and only time. */
+export const WebhookEndpointWithSecretSchema = WebhookEndpointSchema.extend({
+  secret: z.string().startsWith('whsec_'),
+});
+export type WebhookEndpointWithSecret = z.infer<typeof WebhookEndpointWithSecretSchema>;
+
+/** POST /api/webhooks/create (webhooks:write). The URL is also checked against the URL rules, with DNS. */
+export const CreateWebhookRequestSchema = z.object({
+  label: z.string().trim().min(1).max(WEBHOOK_LABEL_MAX),
+  url: z.string().min(1).max(WEBHOOK_URL_MAX),
+});
+export type CreateWebhookRequest = z.infer<typeof CreateWebhookRequestSchema>;
+
+/** Response of create: the record and its signing secret (returned only here for this secret). */
+export const CreateWebhookResponseSchema = WebhookEndpointWithSecretSchema;
+
+/** GET /api/webhooks/list (webhooks:read): every endpoint not deleted, disabled ones included; never secrets. */
+export const ListWebhooksResponseSchema = z.array(WebhookEndpointSchema);
+
+/** POST /api/webhooks/rotate (webhooks:write). */
+export const RotateWebhookRequestSchema = z.object({
+  id: Uuid,
+  /**
+   * Seconds the current secret stays valid beside the new one: an integer from 0 to 604800 (7 days).
+   * 0 is an immediate cutover. Rotating again while a window is open drops the oldest secret, so at
+   * most two are ever valid.
+   */
+  overlapSeconds: z
+    .number({ error: 'must be an integer number of seconds' })
+    .int('must be an integer number of seconds')
+    .min(WEBHOOK_OVERLAP_SECONDS.min, `must be from ${WEBHOOK_OVERLAP_SECONDS.min} to ${WEBHOOK_OVERLAP_SECONDS.max}`)
+    .max(WEBHOOK_OVERLAP_SECONDS.max, `must be from ${WEBHOOK_OVERLAP_SECONDS.min} to ${WEBHOOK_OVERLAP_SECONDS.max} (7 days)`),
+});
+export type RotateWebhookRequest = z.infer<typeof RotateWebhookRequestSchema>;
+
+/**
+ * Response of rotate (not shown by the spec): the updated record plus the NEW secret. Rotation
+ * generates the secret server-side, so this response is the only way the caller can learn it; like
+ * the create response it is shown once and never again. The previous secret is not echoed back.
+ */
+export const RotateWebhookResponseSchema = WebhookEndpointWithSecretSchema;
+
+/** POST /api/webhooks/delete (webhooks:write). */
+export const DeleteWebhookRequestSchema = z.object({ id: Uuid });
+export type DeleteWebhookRequest = z.infer<typeof DeleteWebhookRequestSchema>;
+
+/** Response of delete (not shown by the spec). A second delete of the same id is 404. */
+export const DeleteWebhookResponseSchema = z.object({ id: Uuid, deleted: z.literal(true) });
+export type DeleteWebhookResponse = z.infer<typeof DeleteWebhookResponseSchema>;
