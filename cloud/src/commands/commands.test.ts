@@ -127,6 +127,30 @@ describe('create and list', () => {
   });
 });
 
+describe('templates at create', () => {
+  it('validates args against the template schema and takes its category', async () => {
+    const tpl = await t.call('POST', '/api/commands/templates/create', {
+      key: org.key,
+      body: {
+        key: 'takeoff',
+        category: 'flight',
+        destructive: true,
+        argsSchema: { type: 'object', properties: { altitude: { type: 'number', minimum: 1 } }, required: ['altitude'] },
+      },
+    });
+    expect(tpl.status).toBe(201);
+    const bad = await create({ templateKey: 'takeoff', category: '', args: { altitude: 0 } });
+    expectEnvelope(bad, 400, 'invalid_request');
+    expect(bad.body.error.details[0].field).toBe('args.altitude');
+    const good = await create({ templateKey: 'takeoff', category: '', args: { altitude: 20 } });
+    expect(good.status).toBe(201);
+    expect(good.body).toMatchObject({ templateKey: 'takeoff', category: 'flight' });
+    const unknown = await create({ templateKey: 'nope' });
+    expectEnvelope(unknown, 400, 'invalid_request');
+    expect(unknown.body.error.details[0].field).toBe('templateKey');
+  });
+});
+
 describe('arming', () => {
   it('arms with an expiry that the controllable clock runs out', async () => {
     const ds = await newDataset(org);

@@ -9,9 +9,11 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../context.ts';
 import { requireDataset } from '../datasets/queries.ts';
-import { conflict, notFound } from '../http/api-error.ts';
+import { conflict, invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
+import { validateArgs } from '../templates/args-schema.ts';
+import { findTemplate } from '../templates/queries.ts';
 import { acknowledge } from './ack.ts';
 import { createCommand } from './create-command.ts';
 import { dispatchCommand } from './dispatch.ts';
@@ -26,7 +28,17 @@ export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
   return new Hono<AppEnv>()
     .post('/commands/create', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, CreateCommandRequestSchema);
-      const { row, duplicate } = await createCommand(ctx, c.get('principal'), body, undefined);
+      const principal = c.get('principal');
+      let template;
+      if (body.templateKey) {
+        template = await findTemplate(ctx.db, principal.organizationId, body.templateKey);
+        if (!template) {
+          throw invalidRequest(`no command template "${body.templateKey}"`, [{ field: 'templateKey', message: 'no such template in this organization' }]);
+        }
+        const details = validateArgs(template, body.args);
+        if (details.length > 0) throw invalidRequest(`args do not match template "${template.key}": ${details[0]!.field} ${details[0]!.message}`, details);
+      }
+      const { row, duplicate } = await createCommand(ctx, principal, body, template);
       return c.json({ ...toCommandRecord(row), duplicate }, duplicate ? 200 : 201);
     })
     .get('/commands/list', requireScope(ctx, 'commands:read'), async (c) => {
