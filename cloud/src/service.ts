@@ -4,6 +4,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
+import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -23,6 +24,7 @@ export class SortieService {
   readonly ctx: AppContext;
   #http: ServerType | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
+  #releaseEmbedded: (() => void) | undefined;
 
   private constructor(ctx: AppContext) {
     this.ctx = ctx;
@@ -63,6 +65,7 @@ export class SortieService {
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
     this.#sweeper = startSweeper(this.ctx);
+    if (this.ctx.database.kind === 'pglite') this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
   }
 
   get httpPort(): number {
@@ -82,5 +85,7 @@ export class SortieService {
       await new Promise<void>((resolve) => http.close(() => resolve()));
     }
     await this.ctx.database.close();
+    this.#releaseEmbedded?.();
+    this.#releaseEmbedded = undefined;
   }
 }

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrateToLatest, openDatabase } from '../db/connect.ts';
+import { embeddedHolder } from '../db/embedded-lock.ts';
 import { AdminError, runAdminCommand, USAGE } from './commands.ts';
 
 // Same configuration as the server, so the CLI always talks to the database the server uses.
@@ -12,6 +13,13 @@ if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
 let exitCode = 0;
 try {
   const config = loadConfig();
+  const holder = config.databaseUrl ? undefined : embeddedHolder(config.dataDir);
+  if (holder) {
+    throw new AdminError(
+      'conflict',
+      `the embedded database in ${config.dataDir} is in use by a running Sortie (pid ${holder}); stop it, run the admin command, then start it again (or use SORTIE_DATABASE_URL)`,
+    );
+  }
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
     await migrateToLatest(database.db);
