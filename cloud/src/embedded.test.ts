@@ -1,19 +1,12 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wideTableName } from './datasets/wide-table.ts';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from './testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from './testing/test-service.ts';
+import { expectEnvelope } from './testing/expect-envelope.ts';
 
 // The default deployment: no SORTIE_DATABASE_URL, so the service runs on embedded PGlite.
 let t: TestService;
 let org: TestOrg;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 beforeAll(async () => {
   t = await startTestService({ embedded: true });

@@ -5,8 +5,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../db/connect.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { startTestService, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestService } from '../testing/test-service.ts';
 import { AdminError, runAdminCommand } from './commands.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
@@ -14,14 +15,6 @@ const REPO_ROOT = path.resolve(path.dirname(CLI), '../../..');
 
 let t: TestService;
 let db: Db;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 /** The admin command with the service's clock, so expiries line up with what HTTP checks. */
 const admin = (argv: string[], now: () => Date = () => t.clock.now()) => runAdminCommand(db, argv, now) as Promise<any>;

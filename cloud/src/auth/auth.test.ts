@@ -1,7 +1,8 @@
 import { generateApiKey } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { revokeApiKey } from './api-keys.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let orgA: TestOrg;
@@ -10,14 +11,6 @@ let orgB: TestOrg;
 let experimentA: string;
 let datasetA: string;
 let channelA: string;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 async function createExperiment(key: string, name: string): Promise<string> {
   const response = await t.call('POST', '/api/experiments/create', { key, body: { name } });

@@ -1,25 +1,14 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wideTableName } from '../datasets/wide-table.ts';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let org: TestOrg;
 let experimentId: string;
 let wideId: string;
 let narrowId: string;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
-
-function detailFields(response: TestResponse): string[] {
-  return response.body.error.details.map((d: { field: string }) => d.field);
-}
 
 const WIDE_CHANNELS = [
   { name: 'altitude', unit: 'm', dataType: 'double' },

@@ -1,19 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { writeCommandWebhooksEnabled } from '../settings.ts';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { mintAckToken } from './ack-tokens.ts';
 import { sweepTimedOut } from './sweeper.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let org: TestOrg;
 let experimentId: string;
 let datasetId: string;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 async function addEndpoint(o: TestOrg, url = 'https://receiver.example/hook') {
   const id = crypto.randomUUID();

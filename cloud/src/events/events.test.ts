@@ -1,19 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let org: TestOrg;
 let experimentId: string;
 let datasetId: string;
 let otherDatasetId: string;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 type EventIn = { timestamp: string; kind: string; message?: string; data?: Record<string, unknown> };
 const postEvents = (events: EventIn[], o: { key?: string; datasetId?: string; experimentId?: string } = {}) =>

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let org: TestOrg;
@@ -9,14 +10,6 @@ beforeAll(async () => {
   org = await t.createOrg();
 });
 afterAll(() => t?.stop());
-
-function expectEnvelope(response: { status: number; headers: Headers; body: any }, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 describe('HTTP core', () => {
   it('echoes X-Request-Id on success', async () => {

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wideTableName } from '../datasets/wide-table.ts';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 
 let t: TestService;
 let org: TestOrg;
@@ -9,18 +10,6 @@ let experimentId: string;
 let datasetId: string;
 let table: string;
 let channelIds: Record<string, string>;
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
-
-function detailFields(response: TestResponse): string[] {
-  return response.body.error.details.map((d: { field: string }) => d.field);
-}
 
 type Row = { timestamp: string; values: Record<string, unknown> };
 const append = (rows: Row[], o: { key?: string; datasetId?: string; experimentId?: string } = {}) =>

@@ -1,9 +1,10 @@
 import { CommandTemplateSchema, ListCommandTemplatesResponseSchema } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
 import { validateArgs } from './args-schema.ts';
 import { findTemplate } from './queries.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 const resolver: Resolver = async (hostname) => {
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
@@ -19,14 +20,6 @@ beforeAll(async () => {
   otherOrg = await t.createOrg('Other Org');
 });
 afterAll(() => t?.stop());
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 const create = (body: unknown, key = org.key) => t.call('POST', '/api/commands/templates/create', { key, body });
 const update = (body: unknown, key = org.key) => t.call('POST', '/api/commands/templates/update', { key, body });

@@ -7,10 +7,11 @@ import {
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookEndpointRow } from '../db/schema.ts';
-import { startTestService, type TestOrg, type TestResponse, type TestService } from '../testing/test-service.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { getEndpointForDelivery, isDeliverable, listEnabledEndpoints, liveSecrets } from './endpoints.ts';
 import { openSecret } from './secret-box.ts';
 import type { Resolver } from './url-guard.ts';
+import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 // No real DNS: every name the tests use answers from this table.
 const DNS: Record<string, string[]> = {
@@ -37,14 +38,6 @@ beforeAll(async () => {
   otherOrg = await t.createOrg('Other Org');
 });
 afterAll(() => t?.stop());
-
-function expectEnvelope(response: TestResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(typeof response.body.error.message).toBe('string');
-  expect(Array.isArray(response.body.error.details)).toBe(true);
-  expect(response.body.error.request_id).toBe(response.headers.get('x-request-id'));
-}
 
 async function create(body: unknown, key = org.key) {
   return t.call('POST', '/api/webhooks/create', { key, body });
