@@ -7,10 +7,11 @@
 // .proto file that was deleted or renamed cannot leave a stale _pb.ts behind, and a failed run leaves
 // the committed code untouched.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, relative, resolve, sep } from 'node:path';
+import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { listFiles } from './list-files.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const protoDir = join(root, 'proto');
@@ -78,16 +79,3 @@ function replaceDir(from: string, to: string): void {
   cpSync(from, to, { recursive: true });
 }
 
-/** Files under dir, as sorted '/'-separated paths relative to dir. */
-function listFiles(dir: string): string[] {
-  const files: string[] = [];
-  const walk = (current: string): void => {
-    for (const name of readdirSync(current)) {
-      const path = join(current, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else files.push(relative(dir, path).split(sep).join('/'));
-    }
-  };
-  walk(dir);
-  return files.sort();
-}

@@ -1,27 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles } from '../../scripts/list-files.ts';
 
 // The committed generated code is what every package imports; if someone edits proto/ and forgets
 // `npm run generate`, the wire contract and the code silently diverge. This regenerates into a temp dir
 // and demands byte-identical output.
 const root = resolve(import.meta.dirname, '..', '..');
 const committed = join(root, 'contracts', 'src', 'gen');
-
-function listFiles(dir: string): string[] {
-  const files: string[] = [];
-  const walk = (current: string): void => {
-    for (const name of readdirSync(current)) {
-      const path = join(current, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else files.push(relative(dir, path).split(sep).join('/'));
-    }
-  };
-  walk(dir);
-  return files.sort();
-}
 
 describe('contracts/src/gen', () => {
   let scratch: string;
