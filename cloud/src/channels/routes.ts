@@ -2,8 +2,7 @@ import { CreateChannelRequestSchema, ListChannelsQuerySchema, UpdateChannelReque
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../context.ts';
-import { listChannelRows, requireDataset, toChannel } from '../datasets/queries.ts';
-import { columnName } from '../datasets/wide-table.ts';
+import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, toChannel } from '../datasets/queries.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
@@ -28,24 +27,15 @@ export function channelsRoutes(ctx: AppContext) {
         await tx.selectFrom('datasets').select('id').where('id', '=', dataset.id).forUpdate().execute();
         const existing = await listChannelRows(tx, dataset.id);
         if (existing.some((ch) => ch.name === body.name)) throw conflict(`a channel named "${body.name}" already exists`);
-        const index = existing.reduce((max, ch) => Math.max(max, ch.col_index ?? -1), -1) + 1;
         // Metadata only: the physical column appears when a registration lists the channel.
-        return tx
-          .insertInto('channels')
-          .values({
-            id: crypto.randomUUID(),
-            organization_id: organizationId,
-            dataset_id: dataset.id,
-            col_index: index,
-            col_name: columnName(index),
-            name: body.name,
-            unit: body.unit,
-            data_type: body.dataType,
-            physical_type: null,
-            updated_at: ctx.clock.now(),
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        return insertWideChannel(tx, {
+          organizationId,
+          datasetId: dataset.id,
+          index: nextColumnIndex(existing),
+          channel: body,
+          physicalType: null,
+          now: ctx.clock.now(),
+        });
       });
       return c.json(toChannel(row), 201);
     })

@@ -3,6 +3,7 @@ import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { readCommandWebhooksEnabled } from '../settings.ts';
+import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
 export interface DispatchOutcome {
   response: DispatchResponse;
@@ -37,15 +38,7 @@ export async function dispatchCommand(ctx: AppContext, organizationId: string, b
       throw conflict(`dataset ${command.dataset_id} ${why}; arm it before dispatching`);
     }
     // (3) Somewhere to send it.
-    const endpoints = await tx
-      .selectFrom('webhook_endpoints')
-      .select(['id', 'url'])
-      .where('organization_id', '=', organizationId)
-      .where('deleted_at', 'is', null)
-      .where('disabled_at', 'is', null)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const endpoints = (await listEnabledEndpoints(tx, organizationId)).map(({ id, url }) => ({ id, url }));
     if (endpoints.length === 0) throw conflict('no enabled webhook endpoint in this organization; register one with /api/webhooks/create');
 
     // (4) Still logged: an atomic compare-and-set, so of racing dispatches exactly one wins.

@@ -1,7 +1,8 @@
-import type { Channel, Dataset } from '@sortie/contracts';
+import type { Channel, ChannelDeclaration, Dataset } from '@sortie/contracts';
 import type { Kysely, Transaction } from 'kysely';
 import type { ChannelRow, Database, DatasetRow } from '../db/schema.ts';
 import { notFound } from '../http/api-error.ts';
+import { columnName } from './wide-table.ts';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -52,4 +53,32 @@ export function toDataset(row: DatasetRow): Dataset {
 
 export function toChannel(row: ChannelRow): Channel {
   return { id: row.id, name: row.name, unit: row.unit, dataType: row.data_type, hypertableColName: row.col_name };
+}
+
+/** The next free `ch_N` index of a wide dataset: one past the highest assigned, gaps never reused. */
+export function nextColumnIndex(channels: ChannelRow[]): number {
+  return channels.reduce((max, ch) => Math.max(max, ch.col_index ?? -1), -1) + 1;
+}
+
+/** Declare channel `ch_<index>` of a wide dataset; `physicalType` null means metadata only, no column yet. */
+export function insertWideChannel(
+  db: Executor,
+  input: { organizationId: string; datasetId: string; index: number; channel: ChannelDeclaration; physicalType: string | null; now: Date },
+): Promise<ChannelRow> {
+  return db
+    .insertInto('channels')
+    .values({
+      id: crypto.randomUUID(),
+      organization_id: input.organizationId,
+      dataset_id: input.datasetId,
+      col_index: input.index,
+      col_name: columnName(input.index),
+      name: input.channel.name,
+      unit: input.channel.unit,
+      data_type: input.channel.dataType,
+      physical_type: input.physicalType,
+      updated_at: input.now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

@@ -1,8 +1,7 @@
 import type { RegisterStreamRequest, RegisterStreamResponse } from '@sortie/contracts';
-
 import type { AppContext } from '../context.ts';
 import { conflict } from '../http/api-error.ts';
-import { listChannelRows, requireExperiment, toChannel } from './queries.ts';
+import { insertWideChannel, listChannelRows, nextColumnIndex, requireExperiment, toChannel } from './queries.ts';
 import { addWideColumns, columnName, createWideTable, physicalTypeOf, wideTableName } from './wide-table.ts';
 
 /**
@@ -62,7 +61,7 @@ export async function registerStream(ctx: AppContext, organizationId: string, bo
     if (created) await createWideTable(tx, table, ctx.database.timescale);
     const existing = await listChannelRows(tx, dataset.id);
     const byName = new Map(existing.map((c) => [c.name, c]));
-    let nextIndex = existing.reduce((max, c) => Math.max(max, c.col_index ?? -1), -1) + 1;
+    let nextIndex = nextColumnIndex(existing);
     const added: Array<{ name: string; type: string }> = [];
     const now = ctx.clock.now();
 
@@ -77,21 +76,7 @@ export async function registerStream(ctx: AppContext, organizationId: string, bo
         continue;
       }
       const index = nextIndex++;
-      await tx
-        .insertInto('channels')
-        .values({
-          id: crypto.randomUUID(),
-          organization_id: organizationId,
-          dataset_id: dataset.id,
-          col_index: index,
-          col_name: columnName(index),
-          name: declared.name,
-          unit: declared.unit,
-          data_type: declared.dataType,
-          physical_type: type,
-          updated_at: now,
-        })
-        .execute();
+      await insertWideChannel(tx, { organizationId, datasetId: dataset.id, index, channel: declared, physicalType: type, now });
       added.push({ name: columnName(index), type });
     }
     await addWideColumns(tx, table, added);
