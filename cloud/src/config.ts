@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseRetrySchedule } from './delivery/backoff.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalString = z
@@ -14,6 +15,14 @@ export const EnvSchema = z.object({
   SORTIE_DATA_DIR: z.string().default('.sortie-data'),
   /** NATS server with JetStream for delivery work. Unset: an in-process queue driven from Postgres. */
   SORTIE_NATS_URL: optionalString,
+  /**
+   * Names on NATS: stream `<NS>_DELIVERIES` (upper case), subjects `<ns>.deliveries.<organizationId>`,
+   * durable consumer `<ns>-delivery-worker`. Change it only to run two deployments on one NATS.
+   */
+  SORTIE_NATS_NAMESPACE: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,31}$/, 'lower-case letters, digits and _, starting with a letter')
+    .default('sortie'),
   /** HTTP API port. */
   SORTIE_HTTP_PORT: port.default(8080),
   /** HTTP bind address. Loopback by default so a laptop never exposes it by accident; compose sets 0.0.0.0. */
@@ -37,6 +46,29 @@ export const EnvSchema = z.object({
   SORTIE_WEBHOOK_ALLOW_CIDRS: z.string().default(''),
   /** Extra PEM CA bundle trusted for webhook HTTPS (self-signed test receivers). */
   SORTIE_WEBHOOK_CA_FILE: optionalString,
+  /**
+   * Waits between webhook attempts, comma-separated (`500ms`, `5s`, `2m`); the last repeats until the
+   * command's ack deadline. Each wait gets ±20 % jitter. See docs/delivery.md.
+   */
+  SORTIE_WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default('1s,2s,5s,10s,20s,30s,60s')
+    .transform((v, ctx) => {
+      try {
+        return parseRetrySchedule(v);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** Per-attempt time limit in milliseconds. The spec's 10 s is the ceiling; tests shorten it. */
+  SORTIE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
+  /** Webhook attempts one process runs at the same time. */
+  SORTIE_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** `smtp://user:pass@host:587` or `smtps://…`: owners are emailed when an endpoint is auto-disabled. Unset: no email. */
+  SORTIE_SMTP_URL: optionalString,
+  /** From address of those emails. */
+  SORTIE_SMTP_FROM: z.string().default('Sortie <sortie@localhost>'),
   /** How long gRPC trusts a key check before asking the database again (at most 300 s, as the spec allows). */
   SORTIE_GRPC_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(300),
 });
@@ -46,12 +78,15 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   natsUrl: string | undefined;
+  natsNamespace: string;
   http: { host: string; port: number; bodyLimit: number };
   grpc: { host: string; port: number; keyCacheSeconds: number };
   logLevel: Env['SORTIE_LOG_LEVEL'];
   publicUrl: string;
   secretKey: string | undefined;
-  webhook: { allowCidrs: string; caFile: string | undefined };
+  webhook: { allowCidrs: string; caFile: string | undefined; retryScheduleMs: number[]; timeoutMs: number };
+  delivery: { concurrency: number };
+  smtp: { url: string | undefined; from: string };
 }
 
 export class ConfigError extends Error {
@@ -69,11 +104,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.SORTIE_DATABASE_URL,
     dataDir: e.SORTIE_DATA_DIR,
     natsUrl: e.SORTIE_NATS_URL,
+    natsNamespace: e.SORTIE_NATS_NAMESPACE,
     http: { host: e.SORTIE_HTTP_HOST, port: e.SORTIE_HTTP_PORT, bodyLimit: e.SORTIE_HTTP_BODY_LIMIT },
     grpc: { host: e.SORTIE_GRPC_HOST, port: e.SORTIE_GRPC_PORT, keyCacheSeconds: e.SORTIE_GRPC_KEY_CACHE_SECONDS },
     logLevel: e.SORTIE_LOG_LEVEL,
     publicUrl: (e.SORTIE_PUBLIC_URL ?? `http://localhost:${e.SORTIE_HTTP_PORT}`).replace(/\/+$/, ''),
     secretKey: e.SORTIE_SECRET_KEY,
-    webhook: { allowCidrs: e.SORTIE_WEBHOOK_ALLOW_CIDRS, caFile: e.SORTIE_WEBHOOK_CA_FILE },
+    webhook: {
+      allowCidrs: e.SORTIE_WEBHOOK_ALLOW_CIDRS,
+      caFile: e.SORTIE_WEBHOOK_CA_FILE,
+      retryScheduleMs: e.SORTIE_WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: e.SORTIE_WEBHOOK_TIMEOUT_MS,
+    },
+    delivery: { concurrency: e.SORTIE_DELIVERY_CONCURRENCY },
+    smtp: { url: e.SORTIE_SMTP_URL, from: e.SORTIE_SMTP_FROM },
   };
 }

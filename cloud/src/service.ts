@@ -6,6 +6,8 @@ import type { AppContext } from './context.ts';
 import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
+import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
+import type { QueuedJob } from './delivery/queue.ts';
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -17,17 +19,27 @@ export interface ServiceOverrides {
   logger?: Logger;
   /** DNS for webhook URL checks; tests answer from a table. */
   resolver?: Resolver;
+  delivery?: DeliveryEngineOverrides;
+  /**
+   * Runs after a dispatch commits and before its jobs are published. Crash tests kill the process here
+   * to prove the relay delivers what was committed but never published.
+   */
+  afterDispatchCommit?: (jobs: QueuedJob[]) => void;
 }
 
 /** The cloud process: create wires dependencies and migrates, start listens, destroy lets go of everything. */
 export class SortieService {
   readonly ctx: AppContext;
+  readonly delivery: DeliveryEngine;
+  readonly #afterDispatchCommit: ServiceOverrides['afterDispatchCommit'];
   #http: ServerType | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
 
-  private constructor(ctx: AppContext) {
+  private constructor(ctx: AppContext, delivery: DeliveryEngine, overrides: ServiceOverrides) {
     this.ctx = ctx;
+    this.delivery = delivery;
+    this.#afterDispatchCommit = overrides.afterDispatchCommit;
   }
 
   static async create(config: Config, overrides: ServiceOverrides = {}): Promise<SortieService> {
@@ -44,7 +56,7 @@ export class SortieService {
       throw error;
     }
     logger.info({ database: database.kind, timescale: database.timescale }, 'database ready');
-    return new SortieService({
+    const ctx: AppContext = {
       config,
       db: database.db,
       database,
@@ -52,11 +64,24 @@ export class SortieService {
       clock: overrides.clock ?? systemClock,
       secretKey,
       webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
-    });
+    };
+    let delivery: DeliveryEngine;
+    try {
+      delivery = await DeliveryEngine.create(ctx, overrides.delivery);
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+    return new SortieService(ctx, delivery, overrides);
   }
 
   async start(): Promise<void> {
-    const app = createHttpApp(this.ctx);
+    const app = createHttpApp(this.ctx, {
+      onDispatched: (jobs) => {
+        this.#afterDispatchCommit?.(jobs);
+        void this.delivery.publish(jobs);
+      },
+    });
     const { host, port } = this.ctx.config.http;
     await new Promise<void>((resolve, reject) => {
       const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve());
@@ -65,6 +90,7 @@ export class SortieService {
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
     this.#sweeper = startSweeper(this.ctx);
+    await this.delivery.start();
     if (this.ctx.database.kind === 'pglite') this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
   }
 
@@ -84,6 +110,8 @@ export class SortieService {
     if (http) {
       await new Promise<void>((resolve) => http.close(() => resolve()));
     }
+    // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
+    await this.delivery.stop();
     await this.ctx.database.close();
     this.#releaseEmbedded?.();
     this.#releaseEmbedded = undefined;

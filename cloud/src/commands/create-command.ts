@@ -12,7 +12,7 @@ export async function createCommand(
   ctx: AppContext,
   principal: Principal,
   body: CreateCommandRequest,
-  template: { category: string } | undefined,
+  template: { category: string; destructive: boolean } | undefined,
 ): Promise<{ row: CommandRow; duplicate: boolean }> {
   const dataset = await requireDataset(ctx.db, principal.organizationId, body.datasetId, body.experimentId);
   const inserted = await ctx.db
@@ -36,6 +36,7 @@ export async function createCommand(
       status: 'logged',
       status_detail: '',
       client_token: body.clientToken ?? null,
+      destructive: template?.destructive ?? false,
     })
     .onConflict((oc) => oc.columns(['organization_id', 'client_token']).where('client_token', 'is not', null).doNothing())
     .returningAll()

@@ -3,12 +3,13 @@ import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { readCommandWebhooksEnabled } from '../settings.ts';
+import type { QueuedJob } from '../delivery/queue.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
 export interface DispatchOutcome {
   response: DispatchResponse;
   /** Outbox rows written in the dispatch transaction, to publish after commit. */
-  jobIds: string[];
+  jobs: QueuedJob[];
 }
 
 /**
@@ -62,7 +63,7 @@ export async function dispatchCommand(ctx: AppContext, organizationId: string, b
     await tx.insertInto('delivery_jobs').values(jobs).execute();
     return {
       response: { commandId: command.id, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
-      jobIds: jobs.map((j) => j.id),
+      jobs: jobs.map((j) => ({ jobId: j.id, organizationId })),
     };
   });
 }

@@ -14,14 +14,15 @@ import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { validateArgs } from '../templates/args-schema.ts';
 import { findTemplate } from '../templates/queries.ts';
+import type { QueuedJob } from '../delivery/queue.ts';
 import { acknowledge } from './ack.ts';
 import { createCommand } from './create-command.ts';
 import { dispatchCommand } from './dispatch.ts';
 import { toCommandRecord } from './records.ts';
 
 export interface CommandRouteHooks {
-  /** Called after a dispatch commits, with the outbox rows to publish. */
-  onDispatched?: (jobIds: string[]) => void;
+  /** Called after a dispatch commits, with the outbox rows to publish. Must not throw. */
+  onDispatched?: (jobs: QueuedJob[]) => void;
 }
 
 export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
@@ -79,7 +80,7 @@ export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
     .post('/commands/dispatch', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, DispatchRequestSchema);
       const outcome = await dispatchCommand(ctx, c.get('principal').organizationId, body);
-      hooks.onDispatched?.(outcome.jobIds);
+      hooks.onDispatched?.(outcome.jobs);
       return c.json(outcome.response);
     })
     // No API key: the per-command bearer token from the delivery is the credential.

@@ -138,6 +138,8 @@ export interface CommandsTable {
   client_token: string | null;
   retracted_at: NullableTimestamp;
   retracted_reason: string | null;
+  /** Copied from the template when the command is logged; sent as command.destructive. */
+  destructive: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface ArmingsTable {
@@ -181,6 +183,10 @@ export interface DeliveryJobsTable {
   published_at: NullableTimestamp;
   next_attempt_at: NullableTimestamp;
   finished_at: NullableTimestamp;
+  /** Set while a worker is attempting the job. */
+  leased_until: NullableTimestamp;
+  /** Why a job stopped: delivered, a final answer, the deadline, the endpoint gone. */
+  finish_reason: string | null;
 }
 
 export interface DeliveryAttemptsTable {
@@ -197,6 +203,20 @@ export interface DeliveryAttemptsTable {
   error: string | null;
   duration_ms: number;
   attempted_at: Timestamp;
+  /** The X-Sortie-Delivery header value of this attempt. */
+  delivery_id: ColumnType<string, string | undefined, string>;
+}
+
+export interface NotificationsTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  kind: string;
+  subject: string;
+  message: string;
+  data: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  emailed_at: NullableTimestamp;
 }
 
 export interface AckTokensTable {
@@ -229,6 +249,7 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   ack_tokens: AckTokensTable;
   ack_attempts: AckAttemptsTable;
+  notifications: NotificationsTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -245,4 +266,5 @@ export type ArmingRow = Selectable<ArmingsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeliveryJobRow = Selectable<DeliveryJobsTable>;
 export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
+export type NotificationRow = Selectable<NotificationsTable>;
 export type { Generated };

@@ -2,12 +2,14 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { armingRoutes } from '../arming/routes.ts';
 import { channelsRoutes } from '../channels/routes.ts';
-import { commandsRoutes } from '../commands/routes.ts';
+import { commandsRoutes, type CommandRouteHooks } from '../commands/routes.ts';
 import type { AppContext } from '../context.ts';
 import { datasetsRoutes } from '../datasets/routes.ts';
+import { deliveriesRoutes } from '../delivery/routes.ts';
 import { eventsRoutes } from '../events/routes.ts';
 import { experimentsRoutes } from '../experiments/routes.ts';
 import { appendRoutes } from '../telemetry/append-route.ts';
+import { notificationsRoutes } from '../notifications/routes.ts';
 import { templatesRoutes } from '../templates/routes.ts';
 import { webhooksRoutes } from '../webhooks/routes.ts';
 import { ApiError } from './api-error.ts';
@@ -15,7 +17,7 @@ import type { AppEnv } from './app-env.ts';
 import { renderError } from './render-error.ts';
 import { requestId } from './request-id.ts';
 
-export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
+export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId);
   app.use(async (c, next) => {
@@ -40,10 +42,12 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', channelsRoutes(ctx));
   app.route('/api', appendRoutes(ctx));
   app.route('/api', eventsRoutes(ctx));
-  app.route('/api', commandsRoutes(ctx));
+  app.route('/api', commandsRoutes(ctx, hooks));
   app.route('/api', armingRoutes(ctx));
   app.route('/api', templatesRoutes(ctx));
   app.route('/api', webhooksRoutes(ctx));
+  app.route('/api', deliveriesRoutes(ctx));
+  app.route('/api', notificationsRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((error, c) => {

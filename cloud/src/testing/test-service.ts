@@ -8,7 +8,7 @@ import { createOrganization, createUser } from '../auth/organizations.ts';
 import { ManualClock } from '../clock.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
-import { SortieService } from '../service.ts';
+import { SortieService, type ServiceOverrides } from '../service.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
@@ -39,11 +39,19 @@ export interface TestResponse {
 }
 
 /**
+ * Tests never ask real DNS (no traffic leaves loopback): every name is unknown unless a test passes
+ * its own resolver.
+ */
+const offlineResolver: Resolver = async (hostname) => {
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
+};
+
+/**
  * Start the real service on a free port. `embedded: true` runs on PGlite in a temp folder; otherwise
  * on a fresh database of the real PostgreSQL.
  */
 export async function startTestService(
-  options: { embedded?: boolean; env?: Record<string, string>; resolver?: Resolver } = {},
+  options: { embedded?: boolean; env?: Record<string, string>; resolver?: Resolver; clock?: ManualClock; overrides?: ServiceOverrides } = {},
 ): Promise<TestService> {
   let database: TestDatabase | undefined;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-test-'));
@@ -57,8 +65,13 @@ export async function startTestService(
     ...(database && { SORTIE_DATABASE_URL: database.url }),
     ...options.env,
   });
-  const clock = new ManualClock(new Date());
-  const service = await SortieService.create(config, { clock, logger: createLogger('silent'), resolver: options.resolver });
+  const clock = options.clock ?? new ManualClock(new Date());
+  const service = await SortieService.create(config, {
+    clock,
+    logger: createLogger('silent'),
+    resolver: options.resolver ?? offlineResolver,
+    ...options.overrides,
+  });
   await service.start();
   const url = service.httpUrl;
 

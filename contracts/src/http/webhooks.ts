@@ -76,3 +76,73 @@ export type DeleteWebhookRequest = z.infer<typeof DeleteWebhookRequestSchema>;
 /** Response of delete (not shown by the spec). A second delete of the same id is 404. */
 export const DeleteWebhookResponseSchema = z.object({ id: Uuid, deleted: z.literal(true) });
 export type DeleteWebhookResponse = z.infer<typeof DeleteWebhookResponseSchema>;
+
+/** GET /api/webhooks/deliveries (webhooks:read). */
+export const ListDeliveriesQuerySchema = z.object({ commandId: Uuid });
+export type ListDeliveriesQuery = z.infer<typeof ListDeliveriesQuerySchema>;
+
+/**
+ * One row per attempt (spec: Delivery attempt row). `statusCode` is 0 when no HTTP answer came (refused
+ * by the URL rules, connection failure, time-out); `error` then says why. `response` holds the first
+ * 2048 bytes of the receiver's body. `deliveryId` (an addition) is the X-Sortie-Delivery header sent.
+ */
+export const DeliveryAttemptSchema = z.object({
+  id: z.string(),
+  commandId: Uuid,
+  endpointId: Uuid,
+  endpointUrl: z.string(),
+  eventType: z.string(),
+  attempt: z.number().int(),
+  statusCode: z.number().int(),
+  response: z.string(),
+  error: z.string().nullable(),
+  durationMs: z.number().int(),
+  attemptedAt: TimestampOut,
+  deliveryId: z.string(),
+});
+export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
+export const ListDeliveriesResponseSchema = z.array(DeliveryAttemptSchema);
+
+/** The body of a `command.dispatched` delivery (spec: Webhook delivery body). */
+export const CommandDispatchedBodySchema = z.object({
+  eventType: z.literal('command.dispatched'),
+  sentAt: TimestampOut,
+  command: z.object({
+    id: Uuid,
+    datasetId: Uuid,
+    experimentId: Uuid,
+    organizationId: Uuid,
+    commandText: z.string(),
+    description: z.string(),
+    templateKey: z.string(),
+    category: z.string(),
+    args: z.record(z.string(), z.unknown()),
+    /** From the command template when the command was logged; false without a template. */
+    destructive: z.boolean(),
+    relTime: z.number(),
+    issuedAt: TimestampOut,
+    /** Empty name and email for a command logged through an API key; `apiKeyId` (an addition) names the key. */
+    issuedBy: z.object({ name: z.string(), email: z.string(), apiKeyId: z.string().nullable() }),
+    /** The create request's clientToken; empty when none was given. */
+    clientToken: z.string(),
+  }),
+  ack: z.object({
+    url: z.string(),
+    token: z.string().startsWith('cak_'),
+    deadline: TimestampOut,
+  }),
+  arming: z.object({ expiresAt: TimestampOut }),
+});
+export type CommandDispatchedBody = z.infer<typeof CommandDispatchedBodySchema>;
+
+/** GET /api/notifications: messages for the key's user (owners get auto-disable notices). */
+export const NotificationSchema = z.object({
+  id: Uuid,
+  kind: z.string(),
+  subject: z.string(),
+  message: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  createdAt: TimestampOut,
+});
+export type Notification = z.infer<typeof NotificationSchema>;
+export const ListNotificationsResponseSchema = z.array(NotificationSchema);

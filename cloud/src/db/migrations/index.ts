@@ -1,11 +1,13 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as m0001 from './0001-core.ts';
 import * as m0002 from './0002-commands.ts';
+import * as m0004 from './0004-delivery-engine.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
   '0001-core': m0001,
   '0002-commands': m0002,
+  '0004-delivery-engine': m0004,
 };
 
 export const migrationProvider: MigrationProvider = {

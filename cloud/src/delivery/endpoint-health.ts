@@ -1,0 +1,65 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { notifyOwners, type Recipient } from '../notifications/notify-owners.ts';
+
+/** The spec: "After twenty consecutive failed attempts the endpoint is auto-disabled and owners are notified." */
+export const AUTO_DISABLE_AFTER_FAILURES = 20;
+
+export type EndpointHealth =
+  | { disabledNow: false }
+  | {
+      disabledNow: true;
+      reason: string;
+      recipients: Recipient[];
+      organizationId: string;
+      label: string;
+      url: string;
+      subject: string;
+      message: string;
+    };
+
+/**
+ * Count an attempt against its endpoint: success resets the streak, a failure extends it. The increment
+ * is one UPDATE, so concurrent attempts to one endpoint (several commands, several workers) never lose
+ * a count; the disable is a compare-and-set on `disabled_at is null`, so owners are notified once.
+ */
+export async function recordEndpointOutcome(
+  tx: Transaction<Database>,
+  input: { endpointId: string; success: boolean; now: Date },
+): Promise<EndpointHealth> {
+  if (input.success) {
+    await tx.updateTable('webhook_endpoints').set({ consecutive_failures: 0 }).where('id', '=', input.endpointId).execute();
+    return { disabledNow: false };
+  }
+  const counted = await tx
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1) }))
+    .where('id', '=', input.endpointId)
+    .returning(['consecutive_failures'])
+    .executeTakeFirst();
+  if (!counted || counted.consecutive_failures < AUTO_DISABLE_AFTER_FAILURES) return { disabledNow: false };
+
+  const reason = `${counted.consecutive_failures} consecutive failed delivery attempts`;
+  const disabled = await tx
+    .updateTable('webhook_endpoints')
+    .set({ disabled_at: input.now, disabled_reason: reason, updated_at: input.now })
+    .where('id', '=', input.endpointId)
+    .where('disabled_at', 'is', null)
+    .where('deleted_at', 'is', null)
+    .returning(['organization_id', 'label', 'url'])
+    .executeTakeFirst();
+  if (!disabled) return { disabledNow: false };
+
+  const subject = `Webhook endpoint "${disabled.label || disabled.url}" was disabled`;
+  const message =
+    `Sortie stopped delivering to ${disabled.url} after ${AUTO_DISABLE_AFTER_FAILURES} failed attempts in a row. ` +
+    'See GET /api/webhooks/deliveries for what the receiver answered. To deliver again, fix the receiver, ' +
+    'delete the endpoint and register it anew (a new secret is issued).';
+  const recipients = await notifyOwners(
+    tx,
+    disabled.organization_id,
+    { kind: 'webhook.endpoint_disabled', subject, message, data: { endpointId: input.endpointId, url: disabled.url, label: disabled.label, reason } },
+    input.now,
+  );
+  return { disabledNow: true, reason, recipients, organizationId: disabled.organization_id, label: disabled.label, url: disabled.url, subject, message };
+}

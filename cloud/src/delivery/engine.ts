@@ -1,0 +1,91 @@
+import { readFile } from 'node:fs/promises';
+import type { AppContext } from '../context.ts';
+import { createMailer, type Mailer } from '../notifications/mailer.ts';
+import { createDeliveryHandler, type DeliveryDeps } from './deliver.ts';
+import { loadPendingJobs, markPublished } from './jobs.ts';
+import { MemoryDeliveryQueue } from './memory-queue.ts';
+import { NatsDeliveryQueue } from './nats-queue.ts';
+import type { DeliveryQueue, QueuedJob } from './queue.ts';
+import { DEFAULT_RELAY, startRelay, type RelayOptions } from './relay.ts';
+import { postWebhook } from './send.ts';
+
+export interface DeliveryEngineOverrides {
+  send?: DeliveryDeps['send'];
+  relay?: RelayOptions;
+  onAttempt?: DeliveryDeps['onAttempt'];
+}
+
+/**
+ * Dispatch → queue → worker → receiver. Owns the queue (JetStream or in-process), the worker that
+ * consumes it and the relay that republishes what dispatch committed but could not publish.
+ */
+export class DeliveryEngine {
+  readonly queue: DeliveryQueue;
+  readonly #ctx: AppContext;
+  readonly #deps: DeliveryDeps;
+  readonly #relayOptions: RelayOptions;
+  readonly #mailer: Mailer | undefined;
+  #relay: { stop(): Promise<void> } | undefined;
+
+  private constructor(ctx: AppContext, queue: DeliveryQueue, deps: DeliveryDeps, relay: RelayOptions, mailer: Mailer | undefined) {
+    this.#ctx = ctx;
+    this.queue = queue;
+    this.#deps = deps;
+    this.#relayOptions = relay;
+    this.#mailer = mailer;
+  }
+
+  static async create(ctx: AppContext, overrides: DeliveryEngineOverrides = {}): Promise<DeliveryEngine> {
+    const { config, logger } = ctx;
+    const extraCa = config.webhook.caFile ? await readFile(config.webhook.caFile, 'utf8') : undefined;
+    const queue: DeliveryQueue = config.natsUrl
+      ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger })
+      : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
+    const mailer = config.smtp.url ? createMailer({ url: config.smtp.url, from: config.smtp.from }) : undefined;
+    const deps: DeliveryDeps = { ctx, send: overrides.send ?? postWebhook, extraCa, onAttempt: overrides.onAttempt };
+    const engine = new DeliveryEngine(ctx, queue, deps, overrides.relay ?? DEFAULT_RELAY, mailer);
+    deps.onEndpointDisabled = (health) => engine.#email(health.recipients, health.subject, health.message);
+    logger.info({ queue: queue.kind, ...(queue instanceof NatsDeliveryQueue && queue.names) }, 'delivery queue ready');
+    return engine;
+  }
+
+  async start(): Promise<void> {
+    await this.queue.start(createDeliveryHandler(this.#deps), { concurrency: this.#ctx.config.delivery.concurrency });
+    this.#relay = startRelay({ db: this.#ctx.db, queue: this.queue, clock: this.#ctx.clock, logger: this.#ctx.logger, options: this.#relayOptions });
+  }
+
+  /**
+   * After a dispatch commits. Never throws: a job that cannot be published now stays unpublished in
+   * the outbox and the relay picks it up.
+   */
+  publish(jobs: readonly QueuedJob[]): Promise<void> {
+    if (jobs.length === 0) return Promise.resolve();
+    return this.queue
+      .publish(jobs)
+      .then(() =>
+        markPublished(
+          this.#ctx.db,
+          jobs.map((j) => j.jobId),
+          this.#ctx.clock.now(),
+        ),
+      )
+      .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'));
+  }
+
+  async stop(): Promise<void> {
+    await this.#relay?.stop();
+    this.#relay = undefined;
+    await this.queue.stop();
+  }
+
+  #email(recipients: { notificationId: string; email: string }[], subject: string, text: string): void {
+    const mailer = this.#mailer;
+    if (!mailer) return;
+    for (const r of recipients.filter((r) => r.email !== '')) {
+      mailer
+        .send({ to: r.email, subject, text })
+        .then(() => this.#ctx.db.updateTable('notifications').set({ emailed_at: this.#ctx.clock.now() }).where('id', '=', r.notificationId).execute())
+        .catch((err) => this.#ctx.logger.error({ err, notificationId: r.notificationId }, 'notification email failed'));
+    }
+  }
+}

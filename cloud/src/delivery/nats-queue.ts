@@ -1,0 +1,194 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../logger.ts';
+import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
+
+/** The names a `nats` CLI user looks for (README: "Watching deliveries"). */
+export function jetStreamNames(namespace: string) {
+  return {
+    stream: `${namespace.toUpperCase()}_DELIVERIES`,
+    subjectRoot: `${namespace}.deliveries`,
+    consumer: `${namespace}-delivery-worker`,
+  };
+}
+
+/** A message may sit unacked this long before JetStream hands it to another worker. */
+const ACK_WAIT_MS = 60_000;
+/** While a handler runs, tell JetStream it is still working this often (well inside ACK_WAIT_MS). */
+const WORKING_EVERY_MS = 20_000;
+/** A repeated publish of the same job id inside this window collapses onto the first (Nats-Msg-Id). */
+const DUPLICATE_WINDOW_MS = 10 * 60_000;
+/** A handler that throws is looked at again after this long. */
+const ERROR_RETRY_MS = 5000;
+
+/**
+ * JetStream work-queue stream + one durable pull consumer shared by every cloud process: each message
+ * goes to one worker, explicit ack, `nak(delay)` for back-off. Stream and consumer are created (or
+ * brought to this configuration) at start-up, so a fresh NATS needs no setup.
+ */
+export class NatsDeliveryQueue implements DeliveryQueue {
+  readonly kind = 'jetstream';
+  readonly names: ReturnType<typeof jetStreamNames>;
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #logger: Logger;
+  #messages: ConsumerMessages | undefined;
+  #loop: Promise<void> | undefined;
+  readonly #inFlight = new Set<Promise<void>>();
+
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, namespace: string, logger: Logger) {
+    this.#nc = nc;
+    this.#js = jetstream(nc);
+    this.#jsm = jsm;
+    this.names = jetStreamNames(namespace);
+    this.#logger = logger;
+  }
+
+  static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsDeliveryQueue> {
+    const nc = await connect({
+      servers: input.url.split(',').map((s) => s.trim()),
+      name: 'sortie-cloud',
+      // Keep trying for ever: NATS restarting must not take the cloud down; the relay catches up after.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+    });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const queue = new NatsDeliveryQueue(nc, jsm, input.namespace, input.logger);
+      await queue.#ensureStreamAndConsumer();
+      void queue.#watchStatus();
+      return queue;
+    } catch (error) {
+      await nc.close();
+      throw error;
+    }
+  }
+
+  async #ensureStreamAndConsumer(): Promise<void> {
+    const { stream, subjectRoot, consumer } = this.names;
+    const streamConfig = {
+      subjects: [`${subjectRoot}.>`],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+    };
+    await addOrUpdate(
+      () => this.#jsm.streams.add({ name: stream, ...streamConfig }),
+      () => this.#jsm.streams.update(stream, streamConfig),
+    );
+    const consumerConfig = {
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(ACK_WAIT_MS),
+      // Retry decisions live in Postgres (deadline, schedule); JetStream never gives up on its own.
+      max_deliver: -1,
+      filter_subject: `${subjectRoot}.>`,
+    };
+    await addOrUpdate(
+      () => this.#jsm.consumers.add(stream, { durable_name: consumer, deliver_policy: DeliverPolicy.All, ...consumerConfig }),
+      () => this.#jsm.consumers.update(stream, consumer, consumerConfig),
+    );
+  }
+
+  async #watchStatus(): Promise<void> {
+    for await (const status of this.#nc.status()) {
+      if (status.type === 'disconnect') this.#logger.warn({ server: status.server }, 'NATS disconnected; reconnecting');
+      else if (status.type === 'reconnect') this.#logger.info({ server: status.server }, 'NATS reconnected');
+    }
+  }
+
+  async publish(jobs: readonly QueuedJob[]): Promise<void> {
+    await Promise.all(
+      jobs.map((job) =>
+        this.#js.publish(`${this.names.subjectRoot}.${job.organizationId}`, JSON.stringify(job), {
+          msgID: job.jobId,
+          // Fail fast rather than wait out a NATS outage: the relay publishes what is left.
+          timeout: 5000,
+        }),
+      ),
+    );
+  }
+
+  async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {
+    const consumer = await this.#js.consumers.get(this.names.stream, this.names.consumer);
+    // Prefetch no more than we can work on, so waiting messages do not burn their ack wait in our buffer.
+    const messages = await consumer.consume({ max_messages: options.concurrency });
+    this.#messages = messages;
+    this.#loop = (async () => {
+      for await (const msg of messages) {
+        while (this.#inFlight.size >= options.concurrency) await Promise.race(this.#inFlight);
+        const run = this.#handle(msg, handler).finally(() => this.#inFlight.delete(run));
+        this.#inFlight.add(run);
+      }
+    })();
+  }
+
+  async #handle(msg: JsMsg, handler: JobHandler): Promise<void> {
+    let job: QueuedJob;
+    try {
+      job = parseJob(msg.data);
+    } catch (error) {
+      this.#logger.error({ err: error, subject: msg.subject }, 'unreadable delivery message; dropping it');
+      msg.term('unreadable');
+      return;
+    }
+    const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
+    try {
+      const decision = await handler(job, { redelivered: msg.info.redelivered });
+      if (decision.kind === 'ack') msg.ack();
+      else if (decision.kind === 'nak') msg.nak(decision.delayMs);
+      else msg.term(decision.reason);
+    } catch (error) {
+      this.#logger.error({ err: error, jobId: job.jobId }, 'delivery handler failed; retrying later');
+      msg.nak(ERROR_RETRY_MS);
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.#messages?.close();
+    await this.#loop;
+    await Promise.all(this.#inFlight);
+    if (!this.#nc.isClosed()) await this.#nc.drain();
+  }
+
+  async pending(): Promise<number> {
+    const info = await this.#jsm.consumers.info(this.names.stream, this.names.consumer);
+    return info.num_pending + info.num_ack_pending;
+  }
+
+  /** For tests and the README's `nats` examples: remove the stream (and with it the consumer). */
+  async deleteStream(): Promise<void> {
+    await this.#jsm.streams.delete(this.names.stream);
+  }
+}
+
+function parseJob(data: Uint8Array): QueuedJob {
+  const value = JSON.parse(new TextDecoder().decode(data)) as Partial<QueuedJob>;
+  if (typeof value.jobId !== 'string' || typeof value.organizationId !== 'string') throw new Error('not a delivery job');
+  return { jobId: value.jobId, organizationId: value.organizationId };
+}
+
+/** `add` is idempotent for an identical configuration; a changed one is updated in place. */
+async function addOrUpdate(add: () => Promise<unknown>, update: () => Promise<unknown>): Promise<void> {
+  try {
+    await add();
+  } catch (error) {
+    // 10058: stream name in use with another configuration; 10148: consumer exists with another one.
+    if (error instanceof JetStreamApiError && (error.code === 10058 || error.code === 10148)) await update();
+    else throw error;
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The delivery queue: carries "attempt this job now" messages between dispatch and the workers.
+ * Postgres (`delivery_jobs`) is the truth; a queue only says *when* to look at a job, so losing or
+ * repeating a message costs at most a late or a redundant look, never a command.
+ *
+ * Two implementations behind one interface, checked by one contract suite (queue-contract.test.ts):
+ * - JetStream (nats-queue.ts) when SORTIE_NATS_URL is set: shared by every cloud process.
+ * - In-process (memory-queue.ts) for the embedded single-process mode: rebuilt from the outbox at start.
+ */
+
+/** A job to look at: the outbox row id and its organization (the NATS subject carries it). */
+export interface QueuedJob {
+  jobId: string;
+  organizationId: string;
+}
+
+/**
+ * What the handler decided, in JetStream's vocabulary (jsmsg.ts):
+ * - `ack`: done with this job (delivered, final failure, or nothing left to do). Never seen again.
+ * - `nak`: look again after `delayMs` (a retry, or the job is busy elsewhere).
+ * - `term`: never redeliver; for a message that cannot be understood.
+ */
+export type JobDecision = { kind: 'ack' } | { kind: 'nak'; delayMs: number } | { kind: 'term'; reason: string };
+
+export const ack = (): JobDecision => ({ kind: 'ack' });
+export const nak = (delayMs: number): JobDecision => ({ kind: 'nak', delayMs: Math.max(0, Math.round(delayMs)) });
+export const term = (reason: string): JobDecision => ({ kind: 'term', reason });
+
+export type JobHandler = (job: QueuedJob, delivery: { redelivered: boolean }) => Promise<JobDecision>;
+
+export interface DeliveryQueue {
+  readonly kind: 'jetstream' | 'memory';
+  /**
+   * Hand jobs to the queue. Idempotent per jobId: publishing a job again while the first message is
+   * still queued collapses onto it. Resolves once the queue holds them durably (JetStream: PubAck).
+   */
+  publish(jobs: readonly QueuedJob[]): Promise<void>;
+  /** Start calling `handler`, at most `concurrency` at a time. */
+  start(handler: JobHandler, options: { concurrency: number }): Promise<void>;
+  /** Stop taking new work and wait for handlers in flight. */
+  stop(): Promise<void>;
+  /** Jobs queued and not yet finished (for metrics and tests); -1 when unknown. */
+  pending(): Promise<number>;
+}

@@ -1,0 +1,68 @@
+import type { Db } from '../db/connect.ts';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../logger.ts';
+import { listUnpublished, markPublished } from './jobs.ts';
+import type { DeliveryQueue } from './queue.ts';
+
+export interface RelayOptions {
+  intervalMs: number;
+  /** Leave jobs younger than this to the dispatch that is publishing them right now. */
+  graceMs: number;
+  batch: number;
+}
+
+export const DEFAULT_RELAY: RelayOptions = { intervalMs: 1000, graceMs: 2000, batch: 500 };
+
+/**
+ * Publishes outbox rows that were committed but never confirmed published: the process died between
+ * commit and publish, or NATS was down at that moment. Every cloud process runs one; two relays
+ * publishing the same job collapse on its Nats-Msg-Id, and a worker finding a job already finished
+ * just acks it, so racing is harmless.
+ */
+export async function relayOnce(input: { db: Db; queue: DeliveryQueue; clock: Clock; options: RelayOptions }): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const jobs = await listUnpublished(input.db, { graceMs: input.options.graceMs, limit: input.options.batch });
+    if (jobs.length === 0) return total;
+    await input.queue.publish(jobs);
+    await markPublished(
+      input.db,
+      jobs.map((j) => j.jobId),
+      input.clock.now(),
+    );
+    total += jobs.length;
+    if (jobs.length < input.options.batch) return total;
+  }
+}
+
+export function startRelay(input: { db: Db; queue: DeliveryQueue; clock: Clock; logger: Logger; options?: RelayOptions }): { stop(): Promise<void> } {
+  const options = input.options ?? DEFAULT_RELAY;
+  let running: Promise<void> | undefined;
+  let failing = false;
+  const tick = () => {
+    if (running) return; // the previous round is still going (slow database, NATS down)
+    running = relayOnce({ ...input, options })
+      .then((count) => {
+        if (count > 0) input.logger.info({ count }, 'relay published jobs missed at dispatch');
+        if (failing) input.logger.info('relay publishing again');
+        failing = false;
+      })
+      .catch((err) => {
+        // Logged once per outage, not once a second.
+        if (!failing) input.logger.warn({ err }, 'relay cannot publish yet; will keep trying');
+        failing = true;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  tick();
+  const timer = setInterval(tick, options.intervalMs);
+  timer.unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import { ListDeliveriesQuerySchema, type DeliveryAttempt } from '@sortie/contracts';
+import { Hono } from 'hono';
+import { requireScope } from '../auth/require-scope.ts';
+import type { AppContext } from '../context.ts';
+import type { DeliveryAttemptRow } from '../db/schema.ts';
+import { notFound } from '../http/api-error.ts';
+import type { AppEnv } from '../http/app-env.ts';
+import { readQuery } from '../http/validation.ts';
+
+export function toDeliveryAttempt(row: DeliveryAttemptRow): DeliveryAttempt {
+  return {
+    id: row.id,
+    commandId: row.command_id,
+    endpointId: row.endpoint_id,
+    endpointUrl: row.endpoint_url,
+    eventType: row.event_type,
+    attempt: row.attempt,
+    statusCode: row.status_code ?? 0,
+    response: row.response,
+    error: row.error,
+    durationMs: row.duration_ms,
+    attemptedAt: row.attempted_at.toISOString(),
+    deliveryId: row.delivery_id,
+  };
+}
+
+/** GET /api/webhooks/deliveries?commandId=: every attempt for a command, newest first, deleted endpoints included. */
+export function deliveriesRoutes(ctx: AppContext) {
+  return new Hono<AppEnv>().get('/webhooks/deliveries', requireScope(ctx, 'webhooks:read'), async (c) => {
+    const { commandId } = readQuery(c, ListDeliveriesQuerySchema);
+    const organizationId = c.get('principal').organizationId;
+    const command = await ctx.db
+      .selectFrom('commands')
+      .select('id')
+      .where('id', '=', commandId)
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst();
+    if (!command) throw notFound(`no command ${commandId}`);
+    const rows = await ctx.db
+      .selectFrom('delivery_attempts')
+      .selectAll()
+      .where('command_id', '=', commandId)
+      .where('organization_id', '=', organizationId)
+      .orderBy('attempted_at', 'desc')
+      .orderBy('attempt', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    return c.json(rows.map(toDeliveryAttempt));
+  });
+}
