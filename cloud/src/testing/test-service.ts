@@ -10,6 +10,7 @@ import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
 import { SortieService, type ServiceOverrides } from '../service.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
+import { dropDeliveryStream } from './nats-server.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
 export interface TestOrg {
@@ -114,6 +115,7 @@ export async function startTestService(
     createOrg,
     stop: async () => {
       await service.destroy();
+      if (config.natsUrl) await dropDeliveryStream(config.natsUrl, config.natsNamespace).catch(() => {});
       await database?.drop();
       await rm(dataDir, { recursive: true, force: true });
     },
