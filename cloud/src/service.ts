@@ -8,6 +8,7 @@ import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
 import type { QueuedJob } from './delivery/queue.ts';
+import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -33,6 +34,7 @@ export class SortieService {
   readonly delivery: DeliveryEngine;
   readonly #afterDispatchCommit: ServiceOverrides['afterDispatchCommit'];
   #http: ServerType | undefined;
+  #grpc: GrpcServer | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
 
@@ -46,7 +48,11 @@ export class SortieService {
     const logger = overrides.logger ?? createLogger(config.logLevel);
     const secretKey = await resolveSecretKey(config);
     const allow = parseAllowCidrs(config.webhook.allowCidrs);
-    const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+    const database = await openDatabase({
+      url: config.databaseUrl,
+      dataDir: config.dataDir,
+      onPoolError: (err) => logger.warn({ err }, 'idle database connection lost; the pool replaces it'),
+    });
     try {
       const applied = await migrateToLatest(database.db);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
@@ -89,6 +95,7 @@ export class SortieService {
       this.#http = server;
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
+    this.#grpc = await startGrpcServer(this.ctx);
     this.#sweeper = startSweeper(this.ctx);
     await this.delivery.start();
     if (this.ctx.database.kind === 'pglite') this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
@@ -102,6 +109,15 @@ export class SortieService {
     return `http://127.0.0.1:${this.httpPort}`;
   }
 
+  /** The bound gRPC port (SORTIE_GRPC_PORT 0 picks a free one). */
+  get grpcPort(): number {
+    return this.#grpc?.port ?? 0;
+  }
+
+  get grpcUrl(): string {
+    return `http://127.0.0.1:${this.grpcPort}`;
+  }
+
   async destroy(): Promise<void> {
     await this.#sweeper?.stop();
     this.#sweeper = undefined;
@@ -110,6 +126,8 @@ export class SortieService {
     if (http) {
       await new Promise<void>((resolve) => http.close(() => resolve()));
     }
+    await this.#grpc?.close();
+    this.#grpc = undefined;
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     await this.delivery.stop();
     await this.ctx.database.close();

@@ -43,6 +43,13 @@ beforeAll(async () => {
       experiment_id: experimentId,
       dataset_id: datasetId,
       command_text: 'X',
+      description: '',
+      args: '{}',
+      template_key: '',
+      category: '',
+      issued_by_name: '',
+      issued_by_email: '',
+      status_detail: '',
       rel_time: 0,
       issued_at: new Date(),
       status: 'queued',
@@ -50,7 +57,7 @@ beforeAll(async () => {
     .execute();
   await db
     .insertInto('webhook_endpoints')
-    .values({ id: endpointId, organization_id: organizationId, url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() })
+    .values({ id: endpointId, organization_id: organizationId, label: '', url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() })
     .execute();
 });
 
@@ -65,7 +72,7 @@ async function seedJob(): Promise<QueuedJob> {
   const endpoint = crypto.randomUUID();
   await db
     .insertInto('webhook_endpoints')
-    .values({ id: endpoint, organization_id: organizationId, url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() })
+    .values({ id: endpoint, organization_id: organizationId, label: '', url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() })
     .execute();
   const id = crypto.randomUUID();
   await db.insertInto('delivery_jobs').values({ id, organization_id: organizationId, command_id: commandId, endpoint_id: endpoint }).execute();

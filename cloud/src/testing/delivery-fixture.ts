@@ -11,7 +11,7 @@ export const RECEIVER_HOST = 'receiver.test';
 
 /**
  * Everything an end-to-end delivery test needs: the real service (Postgres + JetStream unless
- * `queue: 'memory'`), a real HTTPS receiver with a certificate made for this run, and a DNS table.
+ * `queue: 'memory'`; `embedded` runs on PGlite as `npm start` does), a real HTTPS receiver with a certificate made for this run, and a DNS table.
  */
 export interface DeliveryFixture {
   t: TestService;
@@ -23,7 +23,7 @@ export interface DeliveryFixture {
 }
 
 export async function startDeliveryFixture(
-  options: { queue?: 'jetstream' | 'memory'; natsUrl?: string; env?: Record<string, string> } = {},
+  options: { queue?: 'jetstream' | 'memory'; embedded?: boolean; natsUrl?: string; env?: Record<string, string> } = {},
 ): Promise<DeliveryFixture> {
   const cert = await makeSelfSignedCertificate([RECEIVER_HOST]);
   const hosts: Record<string, string[]> = { [RECEIVER_HOST]: ['127.0.0.1'] };
@@ -35,6 +35,7 @@ export async function startDeliveryFixture(
   const natsNamespace = uniqueNatsNamespace();
   const t = await startTestService({
     resolver,
+    embedded: options.embedded ?? false,
     env: {
       ...((options.queue ?? 'jetstream') === 'jetstream' && { SORTIE_NATS_URL: options.natsUrl ?? TEST_NATS_URL }),
       SORTIE_NATS_NAMESPACE: natsNamespace,

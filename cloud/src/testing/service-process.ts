@@ -1,0 +1,27 @@
+import { loadConfig } from '../config.ts';
+import { SortieService } from '../service.ts';
+import type { Resolver } from '../webhooks/url-guard.ts';
+
+/**
+ * The cloud as a child process for crash tests: configured from SORTIE_* like main.ts, plus
+ * - SORTIE_TEST_HOSTS: JSON name → addresses, the only DNS it gets (tests never leave loopback);
+ * - SORTIE_TEST_CRASH_AFTER_DISPATCH=1: SIGKILL itself after a dispatch commits, before publishing.
+ * Prints `READY <httpPort>` once listening.
+ */
+const hosts = JSON.parse(process.env.SORTIE_TEST_HOSTS ?? '{}') as Record<string, string[]>;
+const resolver: Resolver = async (hostname) => {
+  const answers = hosts[hostname];
+  if (!answers) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+  return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+};
+const crash = process.env.SORTIE_TEST_CRASH_AFTER_DISPATCH === '1';
+
+const service = await SortieService.create(loadConfig(), {
+  resolver,
+  ...(crash && { afterDispatchCommit: () => process.kill(process.pid, 'SIGKILL') }),
+});
+await service.start();
+process.stdout.write(`READY ${service.httpPort}\n`);
+process.once('SIGTERM', () => {
+  void service.destroy().then(() => process.exit(0));
+});
