@@ -18,7 +18,6 @@ const BUSY_RETRY_MS = 5000;
 export interface DeliveryDeps {
   ctx: AppContext;
   send: (post: WebhookPost) => Promise<WebhookAnswer>;
-  extraCa: string | undefined;
   /** Called after commit when an attempt disabled its endpoint (email, metrics). */
   onEndpointDisabled?: (health: Extract<EndpointHealth, { disabledNow: true }>, endpointId: string) => void;
   /** Called after every recorded attempt (metrics, tests). */
@@ -89,7 +88,6 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
         headers,
         body,
         timeoutMs: ctx.config.webhook.timeoutMs,
-        extraCa: deps.extraCa,
       });
     }
 

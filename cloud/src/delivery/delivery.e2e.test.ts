@@ -304,19 +304,21 @@ describe('secrets and addresses', () => {
   });
 
   it('a name that resolved public at registration and private at delivery: the attempt is refused and recorded', async () => {
-    const s = await newScenario(f);
     const saved = f.hosts['receiver.test'];
+    // Registration sees a public address (nothing connects at registration) ...
+    f.hosts['receiver.test'] = ['93.184.216.34'];
+    const s = await newScenario(f);
     try {
-      // Registration passed on loopback (allowed for this test run); now the name answers a private range
-      // outside the allow-list, as a rebinding DNS server would.
-      f.hosts['receiver.test'] = ['10.0.0.8'];
+      // ... delivery sees loopback outside the allow-list (127.0.0.1/32 here), as a rebinding DNS server
+      // would answer. Were the check skipped, the connection would still stay on this machine.
+      f.hosts['receiver.test'] = ['127.0.0.2'];
       const commandId = await s.dispatch();
       const rows = await eventually(async () => {
         const r = await deliveries(s, commandId);
         return r.length >= 1 ? r : undefined;
       });
       expect(rows.at(-1)).toMatchObject({ attempt: 1, statusCode: 0 });
-      expect(rows.at(-1)!.error).toMatch(/refused by the URL rules: .*10\.0\.0\.8/);
+      expect(rows.at(-1)!.error).toMatch(/^refused by the URL rules: .*127\.0\.0\.2/);
       expect(s.receiver.requests).toHaveLength(0);
     } finally {
       f.hosts['receiver.test'] = saved!;

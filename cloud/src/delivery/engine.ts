@@ -7,7 +7,7 @@ import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
 import type { DeliveryQueue, QueuedJob } from './queue.ts';
 import { DEFAULT_RELAY, startRelay, type RelayOptions } from './relay.ts';
-import { postWebhook } from './send.ts';
+import { postWebhook, WebhookAgents } from './send.ts';
 
 export interface DeliveryEngineOverrides {
   send?: DeliveryDeps['send'];
@@ -25,9 +25,18 @@ export class DeliveryEngine {
   readonly #deps: DeliveryDeps;
   readonly #relayOptions: RelayOptions;
   readonly #mailer: Mailer | undefined;
+  readonly #agents: WebhookAgents;
   #relay: { stop(): Promise<void> } | undefined;
 
-  private constructor(ctx: AppContext, queue: DeliveryQueue, deps: DeliveryDeps, relay: RelayOptions, mailer: Mailer | undefined) {
+  private constructor(
+    ctx: AppContext,
+    queue: DeliveryQueue,
+    deps: DeliveryDeps,
+    relay: RelayOptions,
+    mailer: Mailer | undefined,
+    agents: WebhookAgents,
+  ) {
+    this.#agents = agents;
     this.#ctx = ctx;
     this.queue = queue;
     this.#deps = deps;
@@ -42,8 +51,9 @@ export class DeliveryEngine {
       ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger })
       : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
     const mailer = config.smtp.url ? createMailer({ url: config.smtp.url, from: config.smtp.from }) : undefined;
-    const deps: DeliveryDeps = { ctx, send: overrides.send ?? postWebhook, extraCa, onAttempt: overrides.onAttempt };
-    const engine = new DeliveryEngine(ctx, queue, deps, overrides.relay ?? DEFAULT_RELAY, mailer);
+    const agents = new WebhookAgents({ extraCa, timeoutMs: config.webhook.timeoutMs });
+    const deps: DeliveryDeps = { ctx, send: overrides.send ?? ((post) => postWebhook(post, agents)), onAttempt: overrides.onAttempt };
+    const engine = new DeliveryEngine(ctx, queue, deps, overrides.relay ?? DEFAULT_RELAY, mailer, agents);
     deps.onEndpointDisabled = (health) => engine.#email(health.recipients, health.subject, health.message);
     logger.info({ queue: queue.kind, ...(queue instanceof NatsDeliveryQueue && queue.names) }, 'delivery queue ready');
     return engine;
@@ -76,6 +86,7 @@ export class DeliveryEngine {
     await this.#relay?.stop();
     this.#relay = undefined;
     await this.queue.stop();
+    await this.#agents.close();
   }
 
   #email(recipients: { notificationId: string; email: string }[], subject: string, text: string): void {

@@ -35,11 +35,14 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {
-    this.#handler = handler;
-    this.#concurrency = options.concurrency;
-    for (const { dueInMs, ...job } of await this.#loadPending()) {
+    // Read the outbox before any handler runs: a job handled and forgotten while the read was in flight
+    // would otherwise come back from that older snapshot and be handed out twice.
+    const pending = await this.#loadPending();
+    for (const { dueInMs, ...job } of pending) {
       if (!this.#known.has(job.jobId)) this.#schedule(job, dueInMs);
     }
+    this.#handler = handler;
+    this.#concurrency = options.concurrency;
     this.#pump();
   }
 

@@ -14,8 +14,6 @@ export interface WebhookPost {
   headers: Record<string, string>;
   body: string;
   timeoutMs: number;
-  /** Extra trusted CA certificates (PEM), added to the public roots. */
-  extraCa?: string | undefined;
 }
 
 export interface WebhookAnswer {
@@ -30,27 +28,71 @@ export interface WebhookAnswer {
 }
 
 /**
+ * Connection pools for webhook hosts, keyed by the hostname AND the exact set of addresses the URL check
+ * just approved. A pooled socket is therefore reused only by an attempt whose own fresh DNS check
+ * returned the same set: a changed answer gets a new Agent whose lookup knows only the new addresses.
+ * Reuse matters: a TLS handshake per delivery costs more than the delivery.
+ */
+export class WebhookAgents {
+  readonly #agents = new Map<string, Agent>();
+  readonly #max: number;
+  readonly #extraCa: string | undefined;
+  readonly #timeoutMs: number;
+
+  constructor(options: { extraCa?: string | undefined; timeoutMs: number; maxHosts?: number }) {
+    this.#extraCa = options.extraCa;
+    this.#timeoutMs = options.timeoutMs;
+    this.#max = options.maxHosts ?? 256;
+  }
+
+  get(hostname: string, addresses: readonly ResolvedAddress[]): Agent {
+    const key = `${hostname.toLowerCase()}|${addresses.map((a) => a.address).sort().join(',')}`;
+    const existing = this.#agents.get(key);
+    if (existing) {
+      // Map order is insertion order: re-inserting keeps the most recently used last.
+      this.#agents.delete(key);
+      this.#agents.set(key, existing);
+      return existing;
+    }
+    const agent = new Agent({
+      connect: {
+        lookup: createPinnedLookup(addresses, { hostname }),
+        ...(this.#extraCa !== undefined && { ca: [...rootCertificates, this.#extraCa] }),
+        timeout: this.#timeoutMs,
+      },
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+      keepAliveTimeout: 10_000,
+      connections: 32,
+    });
+    this.#agents.set(key, agent);
+    if (this.#agents.size > this.#max) {
+      const [oldestKey, oldest] = this.#agents.entries().next().value as [string, Agent];
+      this.#agents.delete(oldestKey);
+      oldest.close().catch(() => {});
+    }
+    return agent;
+  }
+
+  async close(): Promise<void> {
+    const agents = [...this.#agents.values()];
+    this.#agents.clear();
+    await Promise.all(agents.map((a) => a.close().catch(() => {})));
+  }
+}
+
+/**
  * One POST, the way the spec wants it: to the pinned addresses only (TLS still verifies the URL's
  * hostname), no redirect followed (undici's `request` never follows one), everything — connect, TLS,
- * headers and the part of the body we keep — inside one time limit. A fresh Agent per attempt: its
- * lookup is bound to this attempt's checked addresses, so no pooled socket can outlive a DNS check.
+ * headers and the part of the body we keep — inside one time limit.
  */
-export async function postWebhook(post: WebhookPost): Promise<WebhookAnswer> {
+export async function postWebhook(post: WebhookPost, agents: WebhookAgents): Promise<WebhookAnswer> {
   const started = performance.now();
-  const agent = new Agent({
-    connect: {
-      lookup: createPinnedLookup(post.addresses, { hostname: post.hostname }),
-      ...(post.extraCa !== undefined && { ca: [...rootCertificates, post.extraCa] }),
-      timeout: post.timeoutMs,
-    },
-    headersTimeout: post.timeoutMs,
-    bodyTimeout: post.timeoutMs,
-    connections: 1,
-  });
   const signal = AbortSignal.timeout(post.timeoutMs);
   const elapsed = () => Math.round(performance.now() - started);
   try {
-    const res = await request(post.url, { method: 'POST', headers: post.headers, body: post.body, dispatcher: agent, signal });
+    const dispatcher = agents.get(post.hostname, post.addresses);
+    const res = await request(post.url, { method: 'POST', headers: post.headers, body: post.body, dispatcher, signal });
     let response = '';
     try {
       response = await readSome(res.body, RESPONSE_KEEP_BYTES);
@@ -66,8 +108,6 @@ export async function postWebhook(post: WebhookPost): Promise<WebhookAnswer> {
     };
   } catch (error) {
     return { response: '', error: describeNetworkError(error, signal, post.timeoutMs), durationMs: elapsed() };
-  } finally {
-    agent.destroy().catch(() => {});
   }
 }
 

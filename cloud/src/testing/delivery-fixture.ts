@@ -39,7 +39,7 @@ export async function startDeliveryFixture(
     env: {
       ...((options.queue ?? 'jetstream') === 'jetstream' && { SORTIE_NATS_URL: options.natsUrl ?? TEST_NATS_URL }),
       SORTIE_NATS_NAMESPACE: natsNamespace,
-      SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
+      SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
       SORTIE_WEBHOOK_CA_FILE: cert.certFile,
       SORTIE_WEBHOOK_RETRY_SCHEDULE: '50ms',
       SORTIE_WEBHOOK_TIMEOUT_MS: '3000',
