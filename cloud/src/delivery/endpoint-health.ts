@@ -19,27 +19,15 @@ export type EndpointHealth =
     };
 
 /**
- * Count an attempt against its endpoint: success resets the streak, a failure extends it. The increment
- * is one UPDATE, so concurrent attempts to one endpoint (several commands, several workers) never lose
- * a count; the disable is a compare-and-set on `disabled_at is null`, so owners are notified once.
+ * Disable an endpoint whose failure streak (kept by recordAttempt in one UPDATE, so concurrent attempts
+ * never lose a count) reached the limit, and notify the owners in the same transaction. The disable is a
+ * compare-and-set on `disabled_at is null`, so however many attempts see the limit, owners hear once.
  */
-export async function recordEndpointOutcome(
+export async function disableFailingEndpoint(
   tx: Transaction<Database>,
-  input: { endpointId: string; success: boolean; now: Date },
+  input: { endpointId: string; consecutiveFailures: number; now: Date },
 ): Promise<EndpointHealth> {
-  if (input.success) {
-    await tx.updateTable('webhook_endpoints').set({ consecutive_failures: 0 }).where('id', '=', input.endpointId).execute();
-    return { disabledNow: false };
-  }
-  const counted = await tx
-    .updateTable('webhook_endpoints')
-    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1) }))
-    .where('id', '=', input.endpointId)
-    .returning(['consecutive_failures'])
-    .executeTakeFirst();
-  if (!counted || counted.consecutive_failures < AUTO_DISABLE_AFTER_FAILURES) return { disabledNow: false };
-
-  const reason = `${counted.consecutive_failures} consecutive failed delivery attempts`;
+  const reason = `${input.consecutiveFailures} consecutive failed delivery attempts`;
   const disabled = await tx
     .updateTable('webhook_endpoints')
     .set({ disabled_at: input.now, disabled_reason: reason, updated_at: input.now })

@@ -1,0 +1,286 @@
+/**
+ * npm run bench:dispatch — the command path under load, all on this machine:
+ *   this process: the load driver and a local HTTPS receiver (certificate made for the run);
+ *   a child process: the cloud (Postgres + JetStream, as deployed).
+ *
+ * Phase 1, latency: dispatches at a steady 200/s (open loop) → dispatch request latency and
+ *   dispatch-to-receipt latency (dispatch sent → the receiver has the POST), p50/p99.
+ * Phase 2, throughput: commands fanned out to 10 endpoints, dispatched as fast as the API takes them →
+ *   sustained deliveries/s at the receiver.
+ * Baseline, same run: a bare undici POST loop (keep-alive, same concurrency, same body size) to the
+ *   same receiver: what the receiver and TLS allow at all.
+ *
+ * Targets (issue 4): dispatch p99 ≤ 10 ms; receipt p50 ≤ 15 ms, p99 ≤ 50 ms at 200/s; ≥ 1,000
+ * deliveries/s and ≥ 50 % of the baseline. Env: BENCH_SECONDS (phase 1 length, default 15).
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:https';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SCOPES } from '@sortie/contracts';
+import { Agent, Pool, request } from 'undici';
+import { issueApiKey } from '../src/auth/api-keys.ts';
+import { createOrganization } from '../src/auth/organizations.ts';
+import { openDatabase } from '../src/db/connect.ts';
+import { writeCommandWebhooksEnabled } from '../src/settings.ts';
+import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../src/testing/nats-server.ts';
+import { createTestDatabase } from '../src/testing/test-database.ts';
+import { makeSelfSignedCertificate } from '../src/testing/tls.ts';
+
+const HOST = 'receiver.test';
+const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const PHASE1_RATE = 200;
+const FANOUT = 10;
+const PHASE2_COMMANDS = 2500;
+const DISPATCH_CONCURRENCY = 16;
+const BASELINE_SECONDS = 10;
+const SERVICE_SCRIPT = fileURLToPath(new URL('../src/testing/service-process.ts', import.meta.url));
+
+const now = () => performance.timeOrigin + performance.now();
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+const log = (...a: unknown[]) => console.error('[bench:dispatch]', ...a);
+
+// ---- receiver -----------------------------------------------------------------------------------
+const cert = await makeSelfSignedCertificate([HOST]);
+const receipts = new Map<string, number>(); // command id → first receipt time
+let received = 0;
+const receiver = createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    received += 1;
+    if (req.url !== '/baseline') {
+      const id = (JSON.parse(Buffer.concat(chunks).toString()) as { command: { id: string } }).command.id;
+      if (!receipts.has(id)) receipts.set(id, now());
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const receiverPort = (receiver.address() as AddressInfo).port;
+
+// ---- the cloud in a child process ------------------------------------------------------------------
+const testDb = await createTestDatabase();
+const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-bench-'));
+const namespace = uniqueNatsNamespace();
+const child = spawn(process.execPath, [SERVICE_SCRIPT], {
+  env: {
+    ...process.env,
+    SORTIE_DATABASE_URL: testDb.url,
+    SORTIE_DATA_DIR: dataDir,
+    SORTIE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
+    SORTIE_HTTP_PORT: '0',
+    SORTIE_GRPC_PORT: '0',
+    SORTIE_LOG_LEVEL: 'warn',
+    SORTIE_NATS_URL: TEST_NATS_URL,
+    SORTIE_NATS_NAMESPACE: namespace,
+    SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
+    SORTIE_WEBHOOK_CA_FILE: cert.certFile,
+    SORTIE_TEST_HOSTS: JSON.stringify({ [HOST]: ['127.0.0.1'] }),
+  },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const apiPort = await new Promise<number>((resolve, reject) => {
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    const m = /READY (\d+)/.exec(out);
+    if (m) resolve(Number(m[1]));
+  });
+  child.once('exit', (code) => reject(new Error(`cloud exited (${code})`)));
+});
+const api = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64 });
+
+async function cleanup() {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  await api.close();
+  await database.close();
+  await dropDeliveryStream(TEST_NATS_URL, namespace).catch(() => {});
+  await testDb.drop();
+  await rm(dataDir, { recursive: true, force: true });
+  receiver.closeAllConnections();
+  receiver.close();
+  await cert.remove();
+}
+
+// ---- setup through the API and the database ---------------------------------------------------------
+const database = await openDatabase({ url: testDb.url, dataDir });
+const db = database.db;
+await writeCommandWebhooksEnabled(db, true, new Date());
+
+async function post(key: string, p: string, body: unknown) {
+  const r = await api.request({ method: 'POST', path: p, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await r.body.json()) as any;
+  if (r.statusCode >= 300) throw new Error(`${p}: ${r.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function setupOrg(endpoints: number) {
+  const { organizationId, ownerUserId } = await createOrganization(db, 'bench');
+  const { apiKey } = await issueApiKey(db, { organizationId, userId: ownerUserId, scopes: [...SCOPES] });
+  for (let i = 0; i < endpoints; i++) {
+    await post(apiKey, '/api/webhooks/create', { label: `r${i}`, url: `https://${HOST}:${receiverPort}/hook/${i}` });
+  }
+  const exp = await post(apiKey, '/api/experiments/create', { name: 'bench' });
+  const reg = await post(apiKey, '/api/streams/register', { experimentId: exp.id, datasetName: 'vehicle', channels: [{ name: 'alt' }] });
+  await post(apiKey, '/api/datasets/arm', { datasetId: reg.datasetId, ttlSeconds: 43200 });
+  return { organizationId, apiKey, experimentId: exp.id as string, datasetId: reg.datasetId as string };
+}
+
+/** Commands logged straight into the table: the bench measures dispatch and delivery, not create. */
+async function logCommands(org: Awaited<ReturnType<typeof setupOrg>>, count: number): Promise<string[]> {
+  const ids = Array.from({ length: count }, () => crypto.randomUUID());
+  for (let i = 0; i < ids.length; i += 1000) {
+    await db
+      .insertInto('commands')
+      .values(
+        ids.slice(i, i + 1000).map((id, j) => ({
+          id,
+          organization_id: org.organizationId,
+          experiment_id: org.experimentId,
+          dataset_id: org.datasetId,
+          command_text: 'SET_MODE',
+          description: '',
+          args: JSON.stringify({ mode: 'LOITER', seq: i + j }),
+          template_key: '',
+          category: 'flight',
+          rel_time: i + j,
+          issued_at: new Date(),
+          issued_by_name: '',
+          issued_by_email: '',
+          status: 'logged',
+          status_detail: '',
+        })),
+      )
+      .execute();
+  }
+  return ids;
+}
+
+async function dispatch(key: string, commandId: string): Promise<number> {
+  const started = now();
+  const r = await api.request({
+    method: 'POST',
+    path: '/api/commands/dispatch',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ commandId, ackTimeoutSeconds: 600 }),
+  });
+  await r.body.dump();
+  if (r.statusCode !== 200) throw new Error(`dispatch answered ${r.statusCode}`);
+  return now() - started;
+}
+
+async function waitUntil(check: () => boolean, timeoutMs: number) {
+  const until = Date.now() + timeoutMs;
+  while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+}
+
+try {
+  // ---- phase 1: latency at 200 dispatches/s --------------------------------------------------------
+  const latencyOrg = await setupOrg(1);
+  const total1 = PHASE1_SECONDS * PHASE1_RATE;
+  const ids1 = await logCommands(latencyOrg, total1 + 200);
+  // Warm-up: connections, prepared plans, JIT.
+  for (const id of ids1.slice(total1)) await dispatch(latencyOrg.apiKey, id);
+  await waitUntil(() => receipts.size >= 200, 10_000);
+  log(`phase 1: ${total1} dispatches at ${PHASE1_RATE}/s`);
+  const sentAt = new Map<string, number>();
+  const requestMs: number[] = [];
+  const start1 = now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total1; i++) {
+    const due = start1 + (i * 1000) / PHASE1_RATE;
+    const wait = due - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const id = ids1[i]!;
+    sentAt.set(id, now());
+    inflight.push(dispatch(latencyOrg.apiKey, id).then((t) => void requestMs.push(t)));
+  }
+  await Promise.all(inflight);
+  await waitUntil(() => ids1.slice(0, total1).every((id) => receipts.has(id)), 30_000);
+  const receiptMs = ids1.slice(0, total1).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
+  const achievedRate = total1 / ((now() - start1) / 1000);
+
+  // ---- phase 2: sustained deliveries/s ----------------------------------------------------------
+  const fanOrg = await setupOrg(FANOUT);
+  const ids2 = await logCommands(fanOrg, PHASE2_COMMANDS);
+  const expected = PHASE2_COMMANDS * FANOUT;
+  log(`phase 2: ${PHASE2_COMMANDS} dispatches × ${FANOUT} endpoints = ${expected} deliveries`);
+  const receivedBefore = received;
+  const start2 = now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: DISPATCH_CONCURRENCY }, async () => {
+      while (next < ids2.length) await dispatch(fanOrg.apiKey, ids2[next++]!);
+    }),
+  );
+  const dispatchedIn = (now() - start2) / 1000;
+  await waitUntil(() => received - receivedBefore >= expected, 120_000);
+  const deliveredIn = (now() - start2) / 1000;
+  const delivered = received - receivedBefore;
+  const deliveriesPerSecond = delivered / deliveredIn;
+
+  // ---- baseline: bare undici POSTs to the same receiver ------------------------------------------
+  const sampleBody = JSON.stringify({ eventType: 'command.dispatched', command: { id: crypto.randomUUID(), args: { mode: 'LOITER' } }, pad: 'x'.repeat(700) });
+  const baselineAgent = new Agent({ connect: { ca: cert.cert }, connections: 32 });
+  const baseBefore = received;
+  const start3 = now();
+  const end3 = start3 + BASELINE_SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (now() < end3) {
+        const r = await request(`https://127.0.0.1:${receiverPort}/baseline`, {
+          method: 'POST',
+          body: sampleBody,
+          headers: { 'content-type': 'application/json' },
+          dispatcher: baselineAgent,
+        });
+        await r.body.dump();
+      }
+    }),
+  );
+  const baselinePerSecond = (received - baseBefore) / ((now() - start3) / 1000);
+  await baselineAgent.close();
+
+  const result = {
+    phase1: {
+      dispatches: total1,
+      rate: Number(achievedRate.toFixed(1)),
+      dispatchRequestMs: { p50: pct(requestMs, 50), p99: pct(requestMs, 99) },
+      dispatchToReceiptMs: { p50: pct(receiptMs, 50), p99: pct(receiptMs, 99) },
+      receipts: receiptMs.length,
+    },
+    phase2: {
+      dispatches: PHASE2_COMMANDS,
+      endpoints: FANOUT,
+      delivered,
+      dispatchSeconds: Number(dispatchedIn.toFixed(2)),
+      deliverySeconds: Number(deliveredIn.toFixed(2)),
+      deliveriesPerSecond: Math.round(deliveriesPerSecond),
+    },
+    baseline: { postsPerSecond: Math.round(baselinePerSecond) },
+    ratio: Number((deliveriesPerSecond / baselinePerSecond).toFixed(3)),
+  };
+  console.log(JSON.stringify(result, null, 2));
+  console.log(
+    [
+      '',
+      `dispatch request        p50 ${ms(result.phase1.dispatchRequestMs.p50)}   p99 ${ms(result.phase1.dispatchRequestMs.p99)}   (target p99 ≤ 10 ms)`,
+      `dispatch → receipt      p50 ${ms(result.phase1.dispatchToReceiptMs.p50)}   p99 ${ms(result.phase1.dispatchToReceiptMs.p99)}   at ${result.phase1.rate}/s (targets 15 / 50 ms)`,
+      `deliveries sustained    ${result.phase2.deliveriesPerSecond}/s (target ≥ 1000/s)`,
+      `baseline undici POSTs   ${result.baseline.postsPerSecond}/s   ratio ${(result.ratio * 100).toFixed(1)} % (target ≥ 50 %)`,
+    ].join('\n'),
+  );
+} finally {
+  await cleanup();
+}
