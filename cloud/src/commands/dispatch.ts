@@ -2,7 +2,8 @@ import type { DispatchRequest, DispatchResponse } from '@sortie/contracts';
 import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
-import { readCommandWebhooksEnabled } from '../settings.ts';
+import { sql } from 'kysely';
+import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from '../settings.ts';
 import type { QueuedJob } from '../delivery/queue.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
@@ -18,6 +19,53 @@ export interface DispatchOutcome {
  * endpoint (the outbox). Returns without waiting for any receiver.
  */
 export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome> {
+  return (await dispatchInOneStatement(ctx, organizationId, body)) ?? dispatchExplained(ctx, organizationId, body);
+}
+
+/**
+ * The common case in one round trip: the compare-and-set carries every precondition in its WHERE, so the
+ * move, the deadline and the outbox rows happen together or not at all. Undefined when the command did
+ * not move; then dispatchExplained checks again, in the spec's order, to say which precondition failed.
+ */
+async function dispatchInOneStatement(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome | undefined> {
+  const now = ctx.clock.now();
+  const deadline = new Date(now.getTime() + body.ackTimeoutSeconds * 1000);
+  const { rows } = await sql<{ job_id: string; endpoint_id: string; url: string }>`
+    with moved as (
+      update commands set status = 'queued', queued_at = ${now}, ack_deadline_at = ${deadline}
+      where id = ${body.commandId} and organization_id = ${organizationId}
+        and status = 'logged' and retracted_at is null
+        and exists (select 1 from deployment_settings where key = ${COMMAND_WEBHOOKS} and value = 'true'::jsonb)
+        and exists (select 1 from armings a where a.dataset_id = commands.dataset_id and a.disarmed_at is null and a.expires_at > ${now})
+        and exists (select 1 from webhook_endpoints e where e.organization_id = ${organizationId} and e.deleted_at is null and e.disabled_at is null)
+      returning id
+    ),
+    endpoints as (
+      select id, url, created_at from webhook_endpoints
+      where organization_id = ${organizationId} and deleted_at is null and disabled_at is null
+    ),
+    jobs as (
+      insert into delivery_jobs (id, organization_id, command_id, endpoint_id)
+      select gen_random_uuid(), ${organizationId}, m.id, e.id from moved m cross join endpoints e
+      returning id, endpoint_id
+    )
+    select j.id as job_id, e.id as endpoint_id, e.url from jobs j join endpoints e on e.id = j.endpoint_id
+    order by e.created_at, e.id
+  `.execute(ctx.db);
+  if (rows.length === 0) return undefined;
+  return {
+    response: {
+      commandId: body.commandId,
+      status: 'queued',
+      ackDeadline: deadline.toISOString(),
+      endpoints: rows.map((r) => ({ id: r.endpoint_id, url: r.url })),
+    },
+    jobs: rows.map((r) => ({ jobId: r.job_id, organizationId })),
+  };
+}
+
+/** The same dispatch step by step in one transaction, answering with the first precondition that fails. */
+async function dispatchExplained(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome> {
   return ctx.db.transaction().execute(async (tx) => {
     const command = await tx
       .selectFrom('commands')
