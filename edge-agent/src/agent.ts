@@ -1,0 +1,297 @@
+// The agent put together: spool, link events, source, pipeline, uplink, status, and an orderly end.
+// A run ends at the end of a replayed file, on stop() (SIGINT/SIGTERM), or on a fatal error; in every
+// case the source is closed, the spool is made durable and closed, and a replay's checkpoint written.
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { AgentConfig, SourceSpec } from './config.ts';
+import { crcExtraOf } from './framing/crc-extra.ts';
+import { LINK_EVENTS_FILE, LinkEventQueue } from './link/link-event-queue.ts';
+import { LinkLossDetector } from './link/link-loss-detector.ts';
+import type { LinkEvent } from './link/link-loss-detector.ts';
+import { Pipeline } from './pipeline/pipeline.ts';
+import { ReplayCheckpointStore, ReplayCheckpointer, findResumePoint, fingerprintFile } from './replay/replay-checkpoint.ts';
+import type { FileFingerprint } from './replay/replay-checkpoint.ts';
+import { FileReplaySource } from './sources/file-replay.ts';
+import { SerialSource } from './sources/serial-source.ts';
+import type { Source } from './sources/source.ts';
+import { UdpSource } from './sources/udp-source.ts';
+import { Spool } from './spool/spool.ts';
+import type { SpoolWarning } from './spool/spool.ts';
+import { StatusReporter } from './status/status-reporter.ts';
+import type { StatusOutput } from './status/status-reporter.ts';
+import { createUplink } from './uplink/uplink.ts';
+import type { SystemIds } from './uplink/uplink.ts';
+
+export interface AgentIo {
+  readonly logger: Logger;
+  /** stdout when it is a terminal (the status line is drawn on it), else null. */
+  readonly tty: StatusOutput | null;
+  /** Handed the status reporter once it exists (the terminal logger erases its line). */
+  readonly onReporter?: (reporter: StatusReporter) => void;
+}
+
+export interface AgentRun {
+  /** Process exit code: 0 after a clean end (replay finished, or stopped), 1 after a failure. */
+  readonly done: Promise<number>;
+  /** Stops the source and shuts down in order; further calls are ignored. */
+  stop(reason: string): void;
+}
+
+interface Replay {
+  readonly file: FileFingerprint & { path: string };
+  readonly checkpointer: ReplayCheckpointer;
+}
+
+/**
+ * Opens everything and starts the run. Fails before anything runs (rejecting) when the spool is
+ * locked by another agent, the file cannot be read, the UDP port is taken or no uplink can be made.
+ */
+export async function startAgent(config: AgentConfig, io: AgentIo): Promise<AgentRun> {
+  const { logger } = io;
+  const uplink = createUplink(config.cloud);
+  const spool = await Spool.open({
+    dir: config.spool.dir,
+    maxBytes: config.spool.maxBytes,
+    // Eight segments or more per spool, so a small bound (an SD card) still drops or frees in steps.
+    segmentBytes: Math.max(64 * 1024, Math.min(16 * 1024 * 1024, Math.floor(config.spool.maxBytes / 8))),
+    fullPolicy: config.spool.fullPolicy,
+  });
+  let events: LinkEventQueue | null = null;
+  let source: Source | null = null;
+  try {
+    logRecovery(spool, logger);
+    events = await LinkEventQueue.open(join(config.spool.dir, LINK_EVENTS_FILE));
+    if (events.pending().length > 0) logger.info({ pending: events.pending().length }, 'link events from earlier runs wait for the uplink');
+
+    let pipeline: Pipeline | null = null;
+    const opened = await openSource(config, spool, logger, () => pipeline?.lastSpooled ?? null);
+    if (opened === 'nothing-to-do') {
+      await events.close();
+      await spool.close();
+      return { done: Promise.resolve(0), stop() {} };
+    }
+    source = opened.source;
+    const { replay } = opened;
+    const src = source;
+    const linkEvents = events;
+
+    let fullRetries = 0;
+    pipeline = new Pipeline({
+      source: src,
+      spool,
+      detector: new LinkLossDetector({ thresholdUs: config.linkLossSeconds * 1e6 }),
+      crcExtra: crcExtraOf,
+      fileTag: replay?.file.fileTag,
+      waitWhenFull: config.source.kind === 'file',
+      onSpoolFull: (error) => {
+        // Without an uplink nothing will ever free room: stop rather than hang.
+        if (uplink.status().state === 'off') return false;
+        // Asked on every retry (5 a second): say it once a minute.
+        if (fullRetries++ % 300 === 0) logger.warn({ error: error.message }, 'spool full: replay paused until the uplink frees room');
+        return true;
+      },
+    });
+    const p = pipeline;
+
+    const eventWrites = new Set<Promise<unknown>>();
+    p.on('link', (e) => {
+      const write = linkEvents.push(e).catch((error: unknown) => logger.error({ error: String(error), event: e }, 'could not queue a link event'));
+      eventWrites.add(write);
+      void write.finally(() => eventWrites.delete(write));
+      logLinkEvent(logger, e);
+    });
+    const seen = new Set<number>();
+    p.on('system', (sysid) => {
+      seen.add(sysid);
+      logger.info({ sysid }, 'new system id on the link');
+    });
+    let dropped = 0;
+    p.on('dropped', (error) => {
+      // The first, then one line per thousand: a full spool on a live link drops at the frame rate.
+      if (dropped++ % 1000 === 0) logger.warn({ error: error.message, droppedSoFar: dropped }, 'frame not spooled');
+    });
+    spool.on('warning', (w) => logger.warn(warningFields(w), 'spool warning'));
+    spool.on('error', (error) => logger.error({ error: error.message }, 'spool failed'));
+
+    const systems: SystemIds = {
+      list: () => [...seen].sort((a, b) => a - b),
+      onSystem(listener) {
+        p.on('system', listener);
+        return () => p.off('system', listener);
+      },
+    };
+    const reporter = new StatusReporter({
+      tty: io.tty,
+      logger,
+      jsonIntervalMs: config.statusIntervalSeconds * 1000,
+      snapshot: () => {
+        const progress = src.progress();
+        return {
+          source: { description: src.description, state: src.state() },
+          progress: progress ? { ...progress, etaSeconds: null } : null,
+          stats: p.stats(),
+          uplink: uplink.status(),
+          nowUs: src.now(),
+        };
+      },
+    });
+    io.onReporter?.(reporter);
+
+    logger.info(
+      { source: src.description, sourceState: src.state(), spoolDir: config.spool.dir, nextSeq: String(spool.nextSeq), uplink: uplink.status().state },
+      'agent started',
+    );
+    reporter.start();
+    uplink.start({ spool, linkEvents, systems, logger: logger.child({ component: 'uplink' }) });
+
+    const abort = new AbortController();
+    const startedMs = performance.now();
+    const done = (async (): Promise<number> => {
+      let code = 0;
+      try {
+        await p.run();
+      } catch (error) {
+        code = 1;
+        logger.error({ error: (error as Error).message }, fatalHint(error));
+      }
+      await src.close().catch(() => {});
+      const finished = src.ended() && code === 0;
+      try {
+        await replay?.checkpointer.finish(finished);
+        if (finished && replay) await uplink.drain(abort.signal);
+        await Promise.allSettled(eventWrites);
+        await uplink.stop();
+      } catch (error) {
+        code = 1;
+        logger.error({ error: (error as Error).message }, 'shutdown step failed');
+      }
+      reporter.stop();
+      const s = p.stats();
+      logger.info(
+        {
+          framesIn: s.framesIn,
+          spooled: s.spooled,
+          notSpooled: s.notSpooled,
+          junkBytes: s.junkBytes,
+          unknownIds: s.unknownIds,
+          linkEvents: s.linkEvents,
+          durableSeq: String(s.durableSeq),
+          seconds: Math.round(performance.now() - startedMs) / 1000,
+        },
+        finished ? 'replay finished' : 'stopped',
+      );
+      try {
+        await linkEvents.close();
+        await spool.close();
+      } catch (error) {
+        code = 1;
+        logger.error({ error: (error as Error).message }, 'closing the spool failed');
+      }
+      return code;
+    })();
+
+    let stopping = false;
+    return {
+      done,
+      stop(reason) {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ reason }, 'stopping: closing the source and flushing the spool');
+        abort.abort();
+        void p.stop();
+      },
+    };
+  } catch (error) {
+    await source?.close().catch(() => {});
+    await events?.close().catch(() => {});
+    await spool.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function openSource(
+  config: AgentConfig,
+  spool: Spool,
+  logger: Logger,
+  lastSpooled: () => { seq: bigint; position: number } | null,
+): Promise<{ source: Source; replay: Replay | null } | 'nothing-to-do'> {
+  const spec: SourceSpec = config.source;
+  if (spec.kind === 'serial') {
+    const source = new SerialSource({
+      path: spec.path,
+      baudRate: spec.baudRate,
+      onState: (state) => logger.info({ state }, `serial ${spec.path}`),
+    });
+    await source.open();
+    return { source, replay: null };
+  }
+  if (spec.kind === 'udp') {
+    const source = new UdpSource({ host: spec.host, port: spec.port });
+    await source.open();
+    return { source, replay: null };
+  }
+  const file = { ...(await fingerprintFile(spec.path)), path: spec.path };
+  const store = await ReplayCheckpointStore.open(config.spool.dir);
+  const resume = config.replayAgain
+    ? ({ position: 0, done: false, from: 'start' } as const)
+    : await findResumePoint(spool, store.get(file.fingerprint), file.fileTag);
+  if (resume.done) {
+    logger.info({ file: spec.path }, 'this spool already holds the whole replay of this file: nothing to do (--replay-again replays it again)');
+    return 'nothing-to-do';
+  }
+  if (resume.position > 0) {
+    logger.info({ file: spec.path, position: resume.position, size: file.size, from: resume.from }, 'resuming an interrupted replay');
+  }
+  if (spec.format === 'raw' && config.speed !== 'max' && config.byteRate === undefined) {
+    logger.info('a raw capture has no timestamps: replaying as fast as possible (--byte-rate paces it)');
+  }
+  const source = new FileReplaySource({
+    path: spec.path,
+    format: spec.format,
+    speed: config.speed,
+    byteRate: config.byteRate,
+    startAt: resume.position,
+    crcExtra: crcExtraOf,
+  });
+  await source.open();
+  const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled });
+  await checkpointer.begin(resume.position);
+  return { source, replay: { file, checkpointer } };
+}
+
+function logRecovery(spool: Spool, logger: Logger): void {
+  const r = spool.recovery;
+  const fields = {
+    records: r.records,
+    nextSeq: String(r.nextSeq),
+    ackedSeq: String(r.ackedSeq),
+    truncatedBytes: r.truncatedBytes,
+    corruptRecords: r.corruptRecords,
+    removedFiles: r.removedFiles,
+    quarantinedFiles: r.quarantinedFiles,
+  };
+  if (r.corruptRecords > 0 || r.quarantinedFiles.length > 0) logger.warn(fields, 'spool recovered with damage');
+  else if (r.truncatedBytes > 0 || r.removedFiles.length > 0) logger.info(fields, 'spool recovered a torn tail (the last run did not stop cleanly)');
+  else logger.debug(fields, 'spool opened');
+}
+
+function logLinkEvent(logger: Logger, e: LinkEvent): void {
+  const at = (us: number): string => new Date(us / 1000).toISOString();
+  if (e.type === 'LINK_LOSS') {
+    logger.warn({ sysid: e.sysid, lastFrameAt: at(e.lastFrameUs), thresholdSeconds: e.thresholdUs / 1e6 }, 'LINK_LOSS: no frame from the vehicle');
+  } else {
+    logger.info({ sysid: e.sysid, regainedAt: at(e.regainedAtUs), outageSeconds: e.outageUs / 1e6 }, 'vehicle link regained');
+  }
+}
+
+function warningFields(w: SpoolWarning): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(w).map(([k, v]) => [k, typeof v === 'bigint' ? String(v) : v instanceof Error ? v.message : v]),
+  );
+}
+
+function fatalHint(error: unknown): string {
+  const name = (error as Error).name;
+  if (name === 'SpoolFullError') return 'spool full and no uplink to free it: raise --spool-max-bytes (what was spooled is kept; the replay resumes)';
+  return 'agent failed';
+}

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, describeConfig, parseCli, parseSourceSpec } from './config.ts';
+
+const BASE = ['--spool-dir', '/tmp/spool'];
+
+function config(argv: string[], env: Record<string, string> = {}) {
+  const result = parseCli(argv, env);
+  if (result.help) throw new Error('unexpected --help');
+  return result.config;
+}
+
+function error(argv: string[], env: Record<string, string> = {}): string {
+  try {
+    parseCli(argv, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('no ConfigError');
+}
+
+describe('source specs', () => {
+  it.each([
+    ['serial:/dev/ttyUSB0:57600', { kind: 'serial', path: '/dev/ttyUSB0', baudRate: 57_600 }],
+    ['serial:/dev/ttyACM0', { kind: 'serial', path: '/dev/ttyACM0', baudRate: 57_600 }],
+    ['serial:COM3:921600', { kind: 'serial', path: 'COM3', baudRate: 921_600 }],
+    ['udp:0.0.0.0:14550', { kind: 'udp', host: '0.0.0.0', port: 14_550 }],
+    ['udp:14550', { kind: 'udp', host: '0.0.0.0', port: 14_550 }],
+    ['udp:[::]:14550', { kind: 'udp', host: '::', port: 14_550 }],
+    ['file:flight.tlog', { kind: 'file', path: 'flight.tlog', format: 'tlog' }],
+    ['file:/data/capture.BIN', { kind: 'file', path: '/data/capture.BIN', format: 'raw' }],
+    ['file:x:y/radio.mavlink', { kind: 'file', path: 'x:y/radio.mavlink', format: 'raw' }],
+  ])('%s', (spec, expected) => {
+    expect(parseSourceSpec(spec)).toEqual(expected);
+  });
+
+  it.each([
+    ['tcp:1.2.3.4:5760', /unknown source/],
+    ['/dev/ttyUSB0', /unknown source/],
+    ['serial:', /needs a port path/],
+    ['serial:/dev/ttyUSB0:7', /baud rate 7 is out of range/],
+    ['udp:0.0.0.0:70000', /port 70000 is out of range/],
+    ['udp:gcs.example.com:14550', /must be an IP address/],
+    ['udp:', /udp:HOST:PORT/],
+    ['file:', /needs a path/],
+    ['file:flight.log', /--format tlog or --format raw/],
+  ])('refuses %s', (spec, message) => {
+    expect(() => parseSourceSpec(spec)).toThrow(message);
+  });
+
+  it('takes the file format from --format when the extension does not tell', () => {
+    expect(config(['--source', 'file:flight.log', '--format', 'tlog', ...BASE]).source).toEqual({
+      kind: 'file',
+      path: 'flight.log',
+      format: 'tlog',
+    });
+  });
+});
+
+describe('parseCli', () => {
+  it('applies defaults: recorded speed, 5 s link loss, 1 GiB spool, policy by source kind, no cloud', () => {
+    const live = config(['--source', 'udp:14550', ...BASE]);
+    expect(live).toMatchObject({
+      speed: 1,
+      byteRate: undefined,
+      linkLossSeconds: 5,
+      cloud: null,
+      replayAgain: false,
+      statusIntervalSeconds: 10,
+      logLevel: 'info',
+      spool: { dir: '/tmp/spool', maxBytes: 1024 ** 3, fullPolicy: 'drop-oldest' },
+    });
+    expect(config(['--source', 'file:a.tlog', ...BASE]).spool.fullPolicy).toBe('reject-new');
+  });
+
+  it('parses speed, sizes and numbers', () => {
+    const c = config([
+      '--source', 'file:a.bin', '--speed', 'max', '--byte-rate', '11520', '--spool-max-bytes', '512MiB',
+      '--spool-full-policy', 'drop-oldest', '--link-loss-seconds', '3.5', '--replay-again', ...BASE,
+    ]);
+    expect(c).toMatchObject({ speed: 'max', byteRate: 11_520, linkLossSeconds: 3.5, replayAgain: true });
+    expect(c.spool).toEqual({ dir: '/tmp/spool', maxBytes: 512 * 1024 ** 2, fullPolicy: 'drop-oldest' });
+    expect(config(['--source', 'file:a.tlog', '--speed', '2.5', ...BASE]).speed).toBe(2.5);
+  });
+
+  it('reads SORTIE_AGENT_* variables, flags winning over them', () => {
+    const env = {
+      SORTIE_AGENT_SOURCE: 'serial:/dev/ttyUSB1:115200',
+      SORTIE_AGENT_SPOOL_DIR: '/var/spool/sortie',
+      SORTIE_AGENT_SPEED: 'max',
+      SORTIE_AGENT_REPLAY_AGAIN: 'true',
+    };
+    expect(config([], env)).toMatchObject({
+      source: { kind: 'serial', path: '/dev/ttyUSB1', baudRate: 115_200 },
+      spool: { dir: '/var/spool/sortie' },
+      speed: 'max',
+      replayAgain: true,
+    });
+    expect(config(['--speed', '4'], env).speed).toBe(4);
+  });
+
+  it('needs the API key and experiment with --cloud, and --no-cloud overrides the variable', () => {
+    const msg = error(['--source', 'udp:14550', '--cloud', 'http://localhost:50051', ...BASE]);
+    expect(msg).toContain('--api-key (SORTIE_AGENT_API_KEY): is required with --cloud');
+    expect(msg).toContain('--experiment (SORTIE_AGENT_EXPERIMENT): is required with --cloud');
+    const env = { SORTIE_AGENT_CLOUD: 'https://sortie.example:50051', SORTIE_AGENT_API_KEY: 'sk_test', SORTIE_AGENT_EXPERIMENT: 'exp-1' };
+    const withCloud = config(['--source', 'udp:14550', ...BASE], env);
+    expect(withCloud.cloud).toEqual({ url: 'https://sortie.example:50051', apiKey: 'sk_test', experimentId: 'exp-1' });
+    expect(JSON.stringify(describeConfig(withCloud))).not.toContain('sk_test');
+    expect(config(['--source', 'udp:14550', '--no-cloud', ...BASE], env).cloud).toBeNull();
+  });
+
+  it('names every bad setting by flag and variable in one message', () => {
+    const msg = error(['--source', 'udp:14550', '--speed', 'fast', '--spool-max-bytes', 'lots', '--log-level', 'loud']);
+    expect(msg).toMatch(/^invalid configuration:/);
+    expect(msg).toContain('--speed (SORTIE_AGENT_SPEED): must be a positive number or max');
+    expect(msg).toContain('--spool-max-bytes (SORTIE_AGENT_SPOOL_MAX_BYTES): must be a size of at least 1MiB');
+    expect(msg).toContain('--log-level (SORTIE_AGENT_LOG_LEVEL): must be trace');
+    expect(msg).toContain('--spool-dir (SORTIE_AGENT_SPOOL_DIR): is required');
+    expect(msg).toContain('--help');
+  });
+
+  it.each([
+    [['--spool-dir', '/x'], /--source \(SORTIE_AGENT_SOURCE\): is required/],
+    [['--source', 'udp:1', '--spool-dir', '/x', '--bogus'], /Unknown option '--bogus'/],
+    [['--source', 'udp:1', '--spool-dir', '/x', 'extra'], /Unexpected argument 'extra'/],
+    [['--source'], /argument missing/],
+    [['--source', 'tcp:x', '--spool-dir', '/x'], /--source \(SORTIE_AGENT_SOURCE\): unknown source/],
+    [['--source', 'udp:1', '--spool-dir', '/x', '--speed', '0'], /must be a positive number or max/],
+    [['--source', 'udp:1', '--spool-dir', '/x', '--cloud', 'ftp://x'], /--cloud .*: must be an http\(s\) URL/],
+    [['--source', 'udp:1', '--spool-dir', '/x', '--link-loss-seconds=-1'], /link loss time must be a positive number/],
+  ])('refuses %j', (argv, message) => {
+    expect(error(argv)).toMatch(message);
+  });
+
+  it('answers --help and -h before validating anything', () => {
+    expect(parseCli(['--help'], {})).toEqual({ help: true });
+    expect(parseCli(['-h', '--speed', 'nonsense'], {})).toEqual({ help: true });
+  });
+});

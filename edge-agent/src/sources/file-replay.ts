@@ -1,0 +1,204 @@
+// Replay of a recorded flight from a file, for tests and for uploading a recording.
+//
+//   tlog  (8-byte big-endian µs timestamp + frame, repeated): records are cut here with the same walk
+//         as the live framer and handed out one per chunk, stamped with the recorded time, at
+//         recorded speed × `speed` or as fast as possible ('max').
+//   raw   (.bin/.raw/.mavlink: the bytes of a serial link, no timestamps): handed out in chunks as
+//         fast as possible, or at `byteRate` (× `speed`) bytes/s; stamped with the agent clock.
+//
+// Every chunk carries its byte range in the file, so a replay interrupted at any point (even by
+// SIGKILL) resumes after the last frame the spool kept: `startAt` is that offset.
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import type { CrcExtraLookup } from '@sortie/contracts/mavlink';
+import { agentClock, sleep } from '../clock.ts';
+import type { Clock } from '../clock.ts';
+import { PositionedTlogWalker } from '../framing/positioned-walkers.ts';
+import { ReplayPacer } from './replay-pacer.ts';
+import type { ReplaySpeed } from './replay-pacer.ts';
+import type { Source, SourceChunk, SourceKind, SourceProgress, SourceStats } from './source.ts';
+
+export type ReplayFormat = 'tlog' | 'raw';
+
+export interface FileReplayOptions {
+  readonly path: string;
+  readonly format: ReplayFormat;
+  readonly speed?: ReplaySpeed;
+  /** Raw captures: bytes per second at speed 1 (unset: as fast as possible). */
+  readonly byteRate?: number;
+  /** Byte offset to start reading at (a resumed replay). */
+  readonly startAt?: number;
+  readonly crcExtra?: CrcExtraLookup;
+  readonly clock?: Clock;
+  /** Bytes per file read. Default 64 KiB. */
+  readonly readBytes?: number;
+  readonly monoMs?: () => number;
+}
+
+const DEFAULT_READ_BYTES = 64 * 1024;
+
+export class FileReplaySource implements Source {
+  readonly kind: SourceKind;
+  readonly description: string;
+  readonly recordedTime: boolean;
+  readonly #opts: FileReplayOptions;
+  readonly #clock: Clock;
+  readonly #abort = new AbortController();
+  readonly #pacer: ReplayPacer;
+  #fh: FileHandle | null = null;
+  #size = 0;
+  /** Next byte to read. */
+  #position: number;
+  /** End of the last chunk handed out: what the progress bar shows (reads run up to 64 KiB ahead). */
+  #handedOut: number;
+  #bytesRead = 0;
+  #chunks = 0;
+  #discarded = 0;
+  #lastAtUs: number;
+  #state = 'not started';
+  #iterating = false;
+
+  constructor(options: FileReplayOptions) {
+    this.#opts = options;
+    this.kind = options.format;
+    this.recordedTime = options.format === 'tlog';
+    this.#clock = options.clock ?? agentClock;
+    this.#pacer = new ReplayPacer(options.speed ?? 'max', options.monoMs);
+    this.#position = options.startAt ?? 0;
+    this.#handedOut = this.#position;
+    this.#lastAtUs = this.#clock.nowUs();
+    const speed = options.speed === undefined || options.speed === 'max' ? 'max speed' : `${options.speed}×`;
+    this.description = `${options.format} replay of ${options.path} at ${speed}`;
+  }
+
+  /** Opens the file (fails here, not mid-run, when it is missing or unreadable). */
+  async open(): Promise<void> {
+    this.#fh = await open(this.#opts.path, 'r');
+    this.#size = (await this.#fh.stat()).size;
+    if (this.#position > this.#size) this.#position = this.#size;
+    this.#handedOut = this.#position;
+    this.#state = 'replaying';
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  chunks(): AsyncIterable<SourceChunk> {
+    this.#iterating = true;
+    return this.kind === 'tlog' ? this.#tlogChunks() : this.#rawChunks();
+  }
+
+  now(): number {
+    return this.recordedTime ? this.#pacer.now() : this.#lastAtUs;
+  }
+
+  state(): string {
+    return this.#state;
+  }
+
+  ended(): boolean {
+    return this.#state === 'ended';
+  }
+
+  stats(): SourceStats {
+    return { bytesRead: this.#bytesRead, chunks: this.#chunks, discardedBytes: this.#discarded, droppedBytes: 0 };
+  }
+
+  progress(): SourceProgress {
+    return { bytesRead: this.#handedOut, totalBytes: this.#size };
+  }
+
+  async close(): Promise<void> {
+    if (this.#abort.signal.aborted) return;
+    this.#abort.abort();
+    if (this.#state !== 'ended') this.#state = 'stopped';
+    // A generator that is running closes the file itself when it sees the abort.
+    if (!this.#iterating) await this.#release();
+  }
+
+  get #closed(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  async *#tlogChunks(): AsyncGenerator<SourceChunk, void, undefined> {
+    const walker = new PositionedTlogWalker({ crcExtra: this.#opts.crcExtra, base: this.#position });
+    try {
+      for (;;) {
+        const data = await this.#read();
+        const records = data ? walker.push(data) : walker.end();
+        this.#discarded = walker.stats.bytesDiscarded;
+        for (const r of records) {
+          const ts = Number(r.timestampUs);
+          const wait = this.#pacer.delayFor(ts);
+          if (wait > 0) await sleep(wait, this.#abort.signal);
+          if (this.#closed) return;
+          this.#pacer.emitted(ts);
+          this.#chunks++;
+          this.#handedOut = r.end;
+          yield { bytes: r.frame.bytes, receivedAtUs: ts, position: { start: r.start, end: r.end } };
+        }
+        if (!data || this.#closed) break;
+      }
+      if (!this.#closed) {
+        this.#state = 'ended';
+        this.#handedOut = this.#size;
+      }
+    } finally {
+      await this.#release();
+    }
+  }
+
+  async *#rawChunks(): AsyncGenerator<SourceChunk, void, undefined> {
+    const { byteRate, speed } = this.#opts;
+    const rate = byteRate && speed !== 'max' ? byteRate * (speed ?? 1) : undefined;
+    // At a byte rate, about 20 chunks a second so the stream flows rather than lurches.
+    const readBytes = rate ? Math.max(16, Math.min(this.#opts.readBytes ?? DEFAULT_READ_BYTES, Math.floor(rate / 20))) : undefined;
+    const monoMs = this.#opts.monoMs ?? (() => performance.now());
+    const startMs = monoMs();
+    let sent = 0;
+    try {
+      for (;;) {
+        const start = this.#position;
+        const data = await this.#read(readBytes);
+        if (!data || this.#closed) break;
+        if (rate) {
+          const due = startMs + (sent / rate) * 1000;
+          const wait = due - monoMs();
+          if (wait > 0) await sleep(wait, this.#abort.signal);
+          if (this.#closed) return;
+          sent += data.length;
+        }
+        this.#chunks++;
+        this.#handedOut = start + data.length;
+        this.#lastAtUs = this.#clock.nowUs();
+        yield { bytes: data, receivedAtUs: this.#lastAtUs, position: { start, end: start + data.length } };
+      }
+      if (!this.#closed) {
+        this.#state = 'ended';
+        this.#handedOut = this.#size;
+      }
+    } finally {
+      await this.#release();
+    }
+  }
+
+  /** The next bytes of the file, or null at its end. A fresh buffer each time: frames are views into it. */
+  async #read(length = this.#opts.readBytes ?? DEFAULT_READ_BYTES): Promise<Uint8Array | null> {
+    const fh = this.#fh;
+    if (!fh) throw new Error('FileReplaySource.open() was not called');
+    if (this.#closed || this.#position >= this.#size) return null;
+    const buf = Buffer.allocUnsafe(Math.min(length, this.#size - this.#position));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, this.#position);
+    if (bytesRead === 0) return null;
+    this.#position += bytesRead;
+    this.#bytesRead += bytesRead;
+    return buf.subarray(0, bytesRead);
+  }
+
+  async #release(): Promise<void> {
+    const fh = this.#fh;
+    this.#fh = null;
+    await fh?.close();
+  }
+}

@@ -1,0 +1,95 @@
+// The seam between the vehicle side (sources → pipeline → spool) and the cloud side (gRPC StreamSubmit
+// with mavlink-raw-v1, annotations for link events). The vehicle side is complete without it: with no
+// --cloud the agent spools, and whatever it spooled is sent by a later run that has an uplink.
+//
+// What an uplink gets, and how it must use it:
+//
+//   Frames   inputs.spool. Read the unacknowledged records in seq order with
+//            `spool.records({ afterSeq: spool.ackedSeq, signal })` (follows the tail as new batches
+//            become durable; only durable records are ever handed out), or page with
+//            `spool.readFrom(afterSeq, max)`. Each SpoolRecord is
+//              seq           → frame_seq (monotonic across restarts; per system id it is increasing,
+//                              not contiguous: one spool holds every system id)
+//              receivedAtUs  → the row's receive time (recorded time for a tlog replay: see
+//                              decodeAgentRecord(...).recordedTime)
+//              payload       → decodeAgentRecord(payload) from record/agent-record.ts gives sysid,
+//                              compid and the raw frame bytes (the mavlink-raw-v1 `bytes`)
+//            Route by sysid: one narrow dataset per (sortie × system id), registered on first sight.
+//   Acks     `spool.ack(seq)` is cumulative: call it with the highest seq such that the cloud has
+//            confirmed every record ≤ seq, whichever dataset it went to (the minimum over streams
+//            in flight). Acks are persisted in batches; after a crash the unpersisted tail is sent
+//            again, and the server collapses it on frame_seq. Never ack a seq the server has not
+//            confirmed: acknowledged segments are deleted.
+//   Systems  `inputs.systems.list()` and `onSystem()` name the system ids this process has seen, to
+//            register datasets early; records from earlier runs still pending carry their own sysid.
+//   Events   inputs.linkEvents: `pending()` (oldest first, survive restarts), the 'queued' event for
+//            new ones, `ack(id)` once the annotation is stored. Each QueuedLinkEvent has a stable
+//            `key` usable for idempotency; times in the event are µs on the frames' clock (so a
+//            replayed outage is annotated at its recorded time), sysid picks the dataset.
+//
+// An outage of the cloud is never a link loss: link events come only from the vehicle link's
+// detector, and the uplink just keeps the spool draining when the cloud is back.
+import type { Logger } from 'pino';
+import type { CloudConfig } from '../config.ts';
+import type { LinkEventQueue } from '../link/link-event-queue.ts';
+import type { Spool } from '../spool/spool.ts';
+
+export interface SystemIds {
+  list(): number[];
+  /** Called for each system id seen for the first time; returns an unsubscribe function. */
+  onSystem(listener: (sysid: number) => void): () => void;
+}
+
+export interface UplinkInputs {
+  readonly spool: Spool;
+  readonly linkEvents: LinkEventQueue;
+  readonly systems: SystemIds;
+  readonly logger: Logger;
+}
+
+export type UplinkState = 'off' | 'connecting' | 'streaming' | 'backing-off';
+
+export interface UplinkStatus {
+  readonly state: UplinkState;
+  /** Shown to the operator, e.g. the last error while backing off. */
+  readonly detail?: string;
+}
+
+export interface Uplink {
+  /** Starts sending in the background; must not throw for a cloud that is unreachable (retry). */
+  start(inputs: UplinkInputs): void;
+  /**
+   * Resolves when everything spooled so far is acknowledged (a finished replay waits for this before
+   * exiting), or when `signal` aborts.
+   */
+  drain(signal: AbortSignal): Promise<void>;
+  /** Stops sending; pending acks are left to the spool to persist on close. */
+  stop(): Promise<void>;
+  status(): UplinkStatus;
+}
+
+/** No cloud: frames stay in the spool for a later run with an uplink. */
+export function spoolOnlyUplink(): Uplink {
+  return {
+    start() {},
+    async drain() {},
+    async stop() {},
+    status: () => ({ state: 'off', detail: 'spool only' }),
+  };
+}
+
+export class UplinkUnavailableError extends Error {
+  override readonly name = 'UplinkUnavailableError';
+}
+
+/**
+ * The uplink for the configuration. The gRPC uplink is not built yet: asking for a cloud fails loudly
+ * rather than letting an operator believe frames are reaching it.
+ */
+export function createUplink(cloud: CloudConfig | null): Uplink {
+  if (!cloud) return spoolOnlyUplink();
+  throw new UplinkUnavailableError(
+    `the cloud uplink is not implemented yet, so --cloud ${cloud.url} cannot be honoured; ` +
+      'run without --cloud (or with --no-cloud) to spool now and send later',
+  );
+}
