@@ -1,5 +1,6 @@
 import { OWNER_ONLY_SCOPES, generateApiKey, hashApiKey, isApiKeyFormat, isScope, type Scope } from '@sortie/contracts';
 import type { Kysely, Transaction } from 'kysely';
+import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { Database } from '../db/schema.ts';
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -92,7 +93,7 @@ export async function checkApiKey(db: Executor, presented: string | undefined, n
   const row = await db
     .selectFrom('api_keys')
     .select(['id', 'organization_id', 'user_id', 'scopes', 'expires_at', 'revoked_at'])
-    .where('key_hash', '=', await hashApiKey(presented))
+    .where('key_hash', '=', sha256HexSync(presented))
     .executeTakeFirst();
   if (!row) return { ok: false, reason: 'unknown' };
   // Revocation is immediate: revoked_at records when, it does not schedule (the revoker's clock may run ahead of ours).

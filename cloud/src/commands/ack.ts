@@ -1,6 +1,7 @@
-import { hashAckToken, isAckToken, type AckRequest, type AckResponse } from '@sortie/contracts';
+import { isAckToken, type AckRequest, type AckResponse } from '@sortie/contracts';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.ts';
+import { sha256HexSync } from '../crypto/node-crypto.ts';
 import { ApiError, conflict, notFound } from '../http/api-error.ts';
 
 /** At most this many ack attempts per command in any sliding minute (spec limit). */
@@ -20,7 +21,7 @@ export async function acknowledge(ctx: AppContext, authorization: string | undef
 
   const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
   if (!token || !isAckToken(token)) throw notFound(BAD_TOKEN);
-  const tokenHash = await hashAckToken(token);
+  const tokenHash = sha256HexSync(token);
 
   return ctx.db.transaction().execute(async (tx) => {
     // Lock the command first so concurrent acks of one command are decided one at a time.

@@ -1,6 +1,7 @@
-import { generateAckToken, hashAckToken, signWebhook } from '@sortie/contracts';
+import { generateAckToken } from '@sortie/contracts';
 import { isArmed } from '../arming/arming.ts';
 import type { AppContext } from '../context.ts';
+import { sha256HexSync, signWebhookSync } from '../crypto/node-crypto.ts';
 import type { ArmingRow } from '../db/schema.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
 import { checkWebhookUrl } from '../webhooks/url-guard.ts';
@@ -44,7 +45,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
   return async (job) => {
     const now = clock.now();
     const ackToken = generateAckToken();
-    const loaded = await leaseAndLoad(db, { jobId: job.jobId, now, leaseMs, tokenHash: await hashAckToken(ackToken) });
+    const loaded = await leaseAndLoad(db, { jobId: job.jobId, now, leaseMs, tokenHash: sha256HexSync(ackToken) });
     if (!loaded) {
       const current = await readJobState(db, job.jobId);
       // Finished, or not ours to know (another deployment's message): nothing to do, ever.
@@ -71,7 +72,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
       const body = JSON.stringify(
         commandDispatchedBody({ command, ackUrl: `${ctx.config.publicUrl}/api/commands/ack`, ackToken, armingExpiresAt: arming.expires_at, sentAt: now }),
       );
-      const headers = await signWebhook({
+      const headers = signWebhookSync({
         secrets: liveSecrets(endpoint, ctx.secretKey, now),
         eventType: COMMAND_DISPATCHED,
         deliveryId: id,

@@ -1,4 +1,4 @@
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, request } from 'undici';
 import { createPinnedLookup } from '../webhooks/pinned-lookup.ts';
 import type { ResolvedAddress } from '../webhooks/url-guard.ts';
@@ -36,11 +36,12 @@ export interface WebhookAnswer {
 export class WebhookAgents {
   readonly #agents = new Map<string, Agent>();
   readonly #max: number;
-  readonly #extraCa: string | undefined;
+  /** Built once: a context per connection would parse every root certificate on every handshake. */
+  readonly #secureContext: SecureContext | undefined;
   readonly #timeoutMs: number;
 
   constructor(options: { extraCa?: string | undefined; timeoutMs: number; maxHosts?: number }) {
-    this.#extraCa = options.extraCa;
+    this.#secureContext = options.extraCa === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, options.extraCa] });
     this.#timeoutMs = options.timeoutMs;
     this.#max = options.maxHosts ?? 256;
   }
@@ -57,7 +58,7 @@ export class WebhookAgents {
     const agent = new Agent({
       connect: {
         lookup: createPinnedLookup(addresses, { hostname }),
-        ...(this.#extraCa !== undefined && { ca: [...rootCertificates, this.#extraCa] }),
+        ...(this.#secureContext !== undefined && { secureContext: this.#secureContext }),
         timeout: this.#timeoutMs,
       },
       headersTimeout: this.#timeoutMs,
