@@ -64,7 +64,7 @@ export const EnvSchema = z.object({
   /** Per-attempt time limit in milliseconds. The spec's 10 s is the ceiling; tests shorten it. */
   SORTIE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   /** Webhook attempts one process runs at the same time. */
-  SORTIE_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  SORTIE_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(512).default(64),
   /** `smtp://user:pass@host:587` or `smtps://…`: owners are emailed when an endpoint is auto-disabled. Unset: no email. */
   SORTIE_SMTP_URL: optionalString,
   /** From address of those emails. */

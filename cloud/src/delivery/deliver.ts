@@ -8,7 +8,8 @@ import { checkWebhookUrl } from '../webhooks/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
 import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId } from './body.ts';
 import { AUTO_DISABLE_AFTER_FAILURES, disableFailingEndpoint, type EndpointHealth } from './endpoint-health.ts';
-import { finishJob, leaseAndLoad, readJobState, recordAttempt, type AttemptRecord } from './jobs.ts';
+import { finishJob, leaseAndLoadMany, readJobState, recordAttempts, type AttemptRecord } from './jobs.ts';
+import { MicroBatcher } from './micro-batcher.ts';
 import { ack, nak, type JobDecision, type JobHandler } from './queue.ts';
 import type { WebhookAnswer, WebhookPost } from './send.ts';
 
@@ -35,6 +36,12 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
   const { ctx } = deps;
   const { db, clock, logger } = ctx;
   const leaseMs = ctx.config.webhook.timeoutMs + 30_000;
+  // Concurrent attempts share their two statements: under load one round trip serves many deliveries.
+  const maxBatch = Math.max(1, ctx.config.delivery.concurrency);
+  const loads = new MicroBatcher((items: Array<{ jobId: string; tokenHash: string }>) => leaseAndLoadMany(db, { now: clock.now(), leaseMs, items }), {
+    maxBatch,
+  });
+  const records = new MicroBatcher((items: AttemptRecord[]) => recordAttempts(db, items), { maxBatch });
 
   const stop = async (jobId: string, reason: string): Promise<JobDecision> => {
     await finishJob(db, { jobId, state: 'abandoned', reason, now: clock.now() });
@@ -45,7 +52,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
   return async (job) => {
     const now = clock.now();
     const ackToken = generateAckToken();
-    const loaded = await leaseAndLoad(db, { jobId: job.jobId, now, leaseMs, tokenHash: sha256HexSync(ackToken) });
+    const loaded = await loads.submit({ jobId: job.jobId, tokenHash: sha256HexSync(ackToken) });
     if (!loaded) {
       const current = await readJobState(db, job.jobId);
       // Finished, or not ours to know (another deployment's message): nothing to do, ever.
@@ -111,7 +118,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
       }
     }
 
-    const streak = await recordAttempt(db, {
+    const streak = await records.submit({
       job: loaded.job,
       endpointUrl: endpoint.url,
       attempt,

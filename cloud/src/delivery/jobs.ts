@@ -70,33 +70,38 @@ export interface LoadedJob {
 }
 
 /**
- * Lease the job, read its command, endpoint and arming, and store the hash of the ack token this
- * attempt will carry — one round trip on the hot path. The token is minted only for a command still
- * queued and before its deadline; if the attempt then does not happen (endpoint gone, disarmed) the
- * unused hash simply expires with the deadline.
+ * Lease jobs, read each one's command, endpoint and arming, and store the hash of the ack token its
+ * attempt will carry: one statement for a whole batch (see micro-batcher.ts). A token is minted only
+ * for a command still queued and before its deadline; if the attempt then does not happen (endpoint
+ * gone, disarmed) the unused hash expires with the deadline. Jobs not leased (finished, or leased by
+ * another worker) come back undefined.
  */
-export async function leaseAndLoad(
+export async function leaseAndLoadMany(
   db: Executor,
-  input: { jobId: string; now: Date; leaseMs: number; tokenHash: string },
-): Promise<LoadedJob | undefined> {
+  input: { now: Date; leaseMs: number; items: ReadonlyArray<{ jobId: string; tokenHash: string }> },
+): Promise<Array<LoadedJob | undefined>> {
   const leaseUntil = new Date(input.now.getTime() + input.leaseMs);
   const { rows } = await sql<Record<string, any>>`
-    with leased as (
-      update delivery_jobs set leased_until = ${leaseUntil}
-      where id = ${input.jobId} and state = 'pending' and (leased_until is null or leased_until < ${input.now})
-      returning id, organization_id, command_id, endpoint_id, attempts
+    with input as (
+      select * from unnest(${input.items.map((i) => i.jobId)}::uuid[], ${input.items.map((i) => i.tokenHash)}::text[]) as t(job_id, token_hash)
+    ),
+    leased as (
+      update delivery_jobs j set leased_until = ${leaseUntil}
+      from input i
+      where j.id = i.job_id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
+      returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, i.token_hash
     ),
     minted as (
       insert into ack_tokens (token_hash, command_id, expires_at)
-      select ${input.tokenHash}, c.id, c.ack_deadline_at
+      select l.token_hash, c.id, c.ack_deadline_at
       from leased l join commands c on c.id = l.command_id
       where c.status = 'queued' and c.ack_deadline_at > ${input.now}
-      returning 1
+      returning token_hash
     )
     select
       l.id as job_id, l.organization_id as job_organization_id, l.command_id as job_command_id,
       l.endpoint_id as job_endpoint_id, l.attempts as job_attempts,
-      (select count(*) from minted) as minted,
+      exists (select 1 from minted m where m.token_hash = l.token_hash) as minted,
       c.*,
       e.id as e_id, e.organization_id as e_organization_id, e.label as e_label, e.url as e_url,
       e.secret_ciphertext as e_secret_ciphertext, e.previous_secret_ciphertext as e_previous_secret_ciphertext,
@@ -109,8 +114,17 @@ export async function leaseAndLoad(
     left join webhook_endpoints e on e.id = l.endpoint_id
     left join armings a on a.dataset_id = c.dataset_id
   `.execute(db);
-  const r = rows[0];
-  if (!r) return undefined;
+  const byJob = new Map(rows.map((r) => [r.job_id as string, toLoadedJob(r)]));
+  // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
+  const handedOut = new Set<string>();
+  return input.items.map((i) => {
+    if (handedOut.has(i.jobId)) return undefined;
+    handedOut.add(i.jobId);
+    return byJob.get(i.jobId);
+  });
+}
+
+function toLoadedJob(r: Record<string, any>): LoadedJob {
   const prefixed = (prefix: string) =>
     Object.fromEntries(Object.entries(r).filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v]));
   const command = r.id ? (Object.fromEntries(Object.entries(r).filter(([k]) => !/^(job_|e_|a_|minted$)/.test(k))) as CommandRow) : undefined;
@@ -119,7 +133,7 @@ export async function leaseAndLoad(
     command,
     endpoint: r.e_id ? (prefixed('e_') as WebhookEndpointRow) : undefined,
     arming: r.a_dataset_id ? { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at } : undefined,
-    tokenMinted: Number(r.minted) > 0,
+    tokenMinted: r.minted === true,
   };
 }
 
@@ -140,41 +154,70 @@ export interface AttemptRecord {
 }
 
 /**
- * Everything an attempt changes, in one statement (so it is also atomic): the attempt row, the job, the
- * command's counters and the endpoint's failure streak. Returns the streak after this attempt.
+ * Everything a batch of attempts changes, in one statement (so also atomically): the attempt rows, the
+ * jobs, the commands' counters and the endpoints' failure streaks. Several attempts of one batch may
+ * share a command (fan-out) or an endpoint, and a row can change only once per statement, so those are
+ * folded first: per command the number of attempts and the earliest success; per endpoint whether a
+ * success reset the streak and how many failures came after the last success (in attempt order).
+ * Returns, per attempt, its endpoint's streak afterwards.
  */
-export async function recordAttempt(db: Executor, a: AttemptRecord): Promise<{ consecutiveFailures: number; disabled: boolean }> {
-  const finished = a.next.state !== 'pending';
-  const { rows } = await sql<{ consecutive_failures: number; disabled: boolean }>`
-    with attempt as (
+export async function recordAttempts(db: Executor, attempts: readonly AttemptRecord[]): Promise<Array<{ consecutiveFailures: number; disabled: boolean }>> {
+  const commands = new Map<string, { n: number; deliveredAt: Date | null }>();
+  const endpoints = new Map<string, { reset: boolean; add: number }>();
+  for (const a of [...attempts].sort((x, y) => x.attemptedAt.getTime() - y.attemptedAt.getTime())) {
+    const c = commands.get(a.job.command_id) ?? { n: 0, deliveredAt: null };
+    c.n += 1;
+    if (a.success && (c.deliveredAt === null || a.attemptedAt < c.deliveredAt)) c.deliveredAt = a.attemptedAt;
+    commands.set(a.job.command_id, c);
+    const e = endpoints.get(a.job.endpoint_id) ?? { reset: false, add: 0 };
+    if (a.success) {
+      e.reset = true;
+      e.add = 0;
+    } else e.add += 1;
+    endpoints.set(a.job.endpoint_id, e);
+  }
+  const col = <T>(f: (a: AttemptRecord) => T) => attempts.map(f);
+  const finished = (a: AttemptRecord) => (a.next.state === 'pending' ? undefined : a.next);
+  const { rows } = await sql<{ id: string; consecutive_failures: number; disabled: boolean }>`
+    with inserted as (
       insert into delivery_attempts
         (id, organization_id, job_id, command_id, endpoint_id, endpoint_url, event_type, attempt, status_code,
          response, error, duration_ms, attempted_at, delivery_id)
-      values (${crypto.randomUUID()}, ${a.job.organization_id}, ${a.job.id}, ${a.job.command_id}, ${a.job.endpoint_id},
-        ${a.endpointUrl}, ${a.eventType}, ${a.attempt}, ${a.statusCode}, ${a.response}, ${a.error}, ${a.durationMs},
-        ${a.attemptedAt}, ${a.deliveryId})
+      select * from unnest(
+        ${col(() => crypto.randomUUID())}::uuid[], ${col((a) => a.job.organization_id)}::uuid[], ${col((a) => a.job.id)}::uuid[],
+        ${col((a) => a.job.command_id)}::uuid[], ${col((a) => a.job.endpoint_id)}::uuid[], ${col((a) => a.endpointUrl)}::text[],
+        ${col((a) => a.eventType)}::text[], ${col((a) => a.attempt)}::int[], ${col((a) => a.statusCode)}::int[],
+        ${col((a) => a.response)}::text[], ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[],
+        ${col((a) => a.attemptedAt.toISOString())}::timestamptz[], ${col((a) => a.deliveryId)}::text[])
     ),
-    job as (
-      update delivery_jobs set
-        attempts = ${a.attempt},
-        leased_until = null,
-        state = ${a.next.state},
-        finish_reason = ${finished ? (a.next as { reason: string }).reason : null},
-        finished_at = ${finished ? (a.next as { at: Date }).at : null},
-        next_attempt_at = ${finished ? null : (a.next as { nextAttemptAt: Date }).nextAttemptAt}
-      where id = ${a.job.id}
+    jobs as (
+      update delivery_jobs d set
+        attempts = u.attempts, leased_until = null, state = u.state, finish_reason = u.reason,
+        finished_at = u.finished_at, next_attempt_at = u.next_at
+      from unnest(
+        ${col((a) => a.job.id)}::uuid[], ${col((a) => a.attempt)}::int[], ${col((a) => a.next.state)}::text[],
+        ${col((a) => finished(a)?.reason ?? null)}::text[], ${col((a) => finished(a)?.at.toISOString() ?? null)}::timestamptz[],
+        ${col((a) => (a.next.state === 'pending' ? a.next.nextAttemptAt.toISOString() : null))}::timestamptz[]
+      ) as u(id, attempts, state, reason, finished_at, next_at)
+      where d.id = u.id
     ),
-    cmd as (
-      update commands set
-        delivery_attempts = delivery_attempts + 1,
-        delivered_at = case when ${a.success} then coalesce(delivered_at, ${a.attemptedAt}) else delivered_at end
-      where id = ${a.job.command_id}
+    cmds as (
+      update commands c set
+        delivery_attempts = c.delivery_attempts + u.n,
+        delivered_at = case when u.delivered_at is null then c.delivered_at else coalesce(c.delivered_at, u.delivered_at) end
+      from unnest(
+        ${[...commands.keys()]}::uuid[], ${[...commands.values()].map((c) => c.n)}::int[],
+        ${[...commands.values()].map((c) => c.deliveredAt?.toISOString() ?? null)}::timestamptz[]
+      ) as u(id, n, delivered_at)
+      where c.id = u.id
     )
-    update webhook_endpoints set
-      consecutive_failures = case when ${a.success} then 0 else consecutive_failures + 1 end
-    where id = ${a.job.endpoint_id}
-    returning consecutive_failures, disabled_at is not null as disabled
+    update webhook_endpoints e set
+      consecutive_failures = case when u.reset then u.add else e.consecutive_failures + u.add end
+    from unnest(${[...endpoints.keys()]}::uuid[], ${[...endpoints.values()].map((e) => e.reset)}::bool[], ${[...endpoints.values()].map((e) => e.add)}::int[])
+      as u(id, reset, add)
+    where e.id = u.id
+    returning e.id, e.consecutive_failures, e.disabled_at is not null as disabled
   `.execute(db);
-  const r = rows[0];
-  return { consecutiveFailures: r?.consecutive_failures ?? 0, disabled: r?.disabled ?? false };
+  const byEndpoint = new Map(rows.map((r) => [r.id, { consecutiveFailures: r.consecutive_failures, disabled: r.disabled }]));
+  return attempts.map((a) => byEndpoint.get(a.job.endpoint_id) ?? { consecutiveFailures: 0, disabled: false });
 }
