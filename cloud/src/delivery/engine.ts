@@ -5,6 +5,7 @@ import { createDeliveryHandler, type DeliveryDeps } from './deliver.ts';
 import { loadPendingJobs, markPublished } from './jobs.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
+import { MicroBatcher } from './micro-batcher.ts';
 import type { DeliveryQueue, QueuedJob } from './queue.ts';
 import { DEFAULT_RELAY, startRelay, type RelayOptions } from './relay.ts';
 import { postWebhook, WebhookAgents } from './send.ts';
@@ -27,6 +28,8 @@ export class DeliveryEngine {
   readonly #mailer: Mailer | undefined;
   readonly #agents: WebhookAgents;
   #relay: { stop(): Promise<void> } | undefined;
+  /** Marks from many dispatches go to the database together. */
+  readonly #marks: MicroBatcher<string, undefined>;
 
   private constructor(
     ctx: AppContext,
@@ -37,6 +40,10 @@ export class DeliveryEngine {
     agents: WebhookAgents,
   ) {
     this.#agents = agents;
+    this.#marks = new MicroBatcher(async (jobIds: string[]) => {
+      await markPublished(ctx.db, jobIds, ctx.clock.now());
+      return jobIds.map(() => undefined);
+    }, { maxBatch: 1000 });
     this.#ctx = ctx;
     this.queue = queue;
     this.#deps = deps;
@@ -72,13 +79,8 @@ export class DeliveryEngine {
     if (jobs.length === 0) return Promise.resolve();
     return this.queue
       .publish(jobs)
-      .then(() =>
-        markPublished(
-          this.#ctx.db,
-          jobs.map((j) => j.jobId),
-          this.#ctx.clock.now(),
-        ),
-      )
+      .then(() => Promise.all(jobs.map((j) => this.#marks.submit(j.jobId))))
+      .then(() => undefined)
       .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'));
   }
 
