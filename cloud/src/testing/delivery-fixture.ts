@@ -2,7 +2,7 @@ import { verifyWebhook, type CommandDispatchedBody } from '@sortie/contracts';
 import { writeCommandWebhooksEnabled } from '../settings.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
 import { startHttpsReceiver, type ReceivedRequest, type TestReceiver } from './https-receiver.ts';
-import { TEST_NATS_URL, uniqueNatsNamespace } from './nats-server.ts';
+import { freePort, TEST_NATS_URL, uniqueNatsNamespace } from './nats-server.ts';
 import { startTestService, type TestOrg, type TestService } from './test-service.ts';
 import { makeSelfSignedCertificate, type TestCertificate } from './tls.ts';
 
@@ -33,6 +33,8 @@ export async function startDeliveryFixture(
     return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
   };
   const natsNamespace = uniqueNatsNamespace();
+  // A port known before start, so ack.url in deliveries points at this very service.
+  const httpPort = await freePort();
   const t = await startTestService({
     resolver,
     embedded: options.embedded ?? false,
@@ -43,6 +45,8 @@ export async function startDeliveryFixture(
       SORTIE_WEBHOOK_CA_FILE: cert.certFile,
       SORTIE_WEBHOOK_RETRY_SCHEDULE: '50ms',
       SORTIE_WEBHOOK_TIMEOUT_MS: '3000',
+      SORTIE_HTTP_PORT: String(httpPort),
+      SORTIE_PUBLIC_URL: `http://127.0.0.1:${httpPort}`,
       ...options.env,
     },
   });
