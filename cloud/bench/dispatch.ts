@@ -13,13 +13,11 @@
  * Targets (issue 4): dispatch p99 ≤ 10 ms; receipt p50 ≤ 15 ms, p99 ≤ 50 ms at 200/s; ≥ 1,000
  * deliveries/s and ≥ 50 % of the baseline. Env: BENCH_SECONDS (phase 1 length, default 15).
  */
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SCOPES } from '@sortie/contracts';
 import { Agent, Pool, request } from 'undici';
 import { issueApiKey } from '../src/auth/api-keys.ts';
@@ -28,6 +26,7 @@ import { openDatabase } from '../src/db/connect.ts';
 import { writeCommandWebhooksEnabled } from '../src/settings.ts';
 import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../src/testing/nats-server.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
+import { startServiceChild } from '../src/testing/service-child.ts';
 import { makeSelfSignedCertificate } from '../src/testing/tls.ts';
 
 const HOST = 'receiver.test';
@@ -37,7 +36,6 @@ const FANOUT = 10;
 const PHASE2_COMMANDS = 2500;
 const DISPATCH_CONCURRENCY = 16;
 const BASELINE_SECONDS = 10;
-const SERVICE_SCRIPT = fileURLToPath(new URL('../src/testing/service-process.ts', import.meta.url));
 
 const now = () => performance.timeOrigin + performance.now();
 const pct = (xs: number[], p: number) => {
@@ -72,37 +70,25 @@ const receiverPort = (receiver.address() as AddressInfo).port;
 const testDb = await createTestDatabase();
 const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-bench-'));
 const namespace = uniqueNatsNamespace();
-const child = spawn(process.execPath, [SERVICE_SCRIPT], {
-  env: {
-    ...process.env,
-    SORTIE_DATABASE_URL: testDb.url,
-    SORTIE_DATA_DIR: dataDir,
-    SORTIE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
-    SORTIE_HTTP_PORT: '0',
-    SORTIE_GRPC_PORT: '0',
-    SORTIE_LOG_LEVEL: 'warn',
-    SORTIE_NATS_URL: TEST_NATS_URL,
-    SORTIE_NATS_NAMESPACE: namespace,
-    SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
-    SORTIE_WEBHOOK_CA_FILE: cert.certFile,
-    SORTIE_TEST_HOSTS: JSON.stringify({ [HOST]: ['127.0.0.1'] }),
-  },
-  stdio: ['ignore', 'pipe', 'inherit'],
+const child = await startServiceChild({
+  SORTIE_DATABASE_URL: testDb.url,
+  SORTIE_DATA_DIR: dataDir,
+  SORTIE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
+  SORTIE_HTTP_PORT: '0',
+  SORTIE_GRPC_PORT: '0',
+  SORTIE_LOG_LEVEL: 'warn',
+  SORTIE_NATS_URL: TEST_NATS_URL,
+  SORTIE_NATS_NAMESPACE: namespace,
+  SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
+  SORTIE_WEBHOOK_CA_FILE: cert.certFile,
+  SORTIE_TEST_HOSTS: JSON.stringify({ [HOST]: ['127.0.0.1'] }),
 });
-const apiPort = await new Promise<number>((resolve, reject) => {
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-    const m = /READY (\d+)/.exec(out);
-    if (m) resolve(Number(m[1]));
-  });
-  child.once('exit', (code) => reject(new Error(`cloud exited (${code})`)));
-});
+const apiPort = child.port;
 const api = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64 });
 
 async function cleanup() {
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  child.process.kill('SIGTERM');
+  await child.exited;
   await api.close();
   await database.close();
   await dropDeliveryStream(TEST_NATS_URL, namespace).catch(() => {});

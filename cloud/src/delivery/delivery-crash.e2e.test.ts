@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SCOPES } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '../auth/api-keys.ts';
@@ -11,32 +9,10 @@ import { openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { writeCommandWebhooksEnabled } from '../settings.ts';
 import { eventually, newScenario, RECEIVER_HOST, startDeliveryFixture, verifiedBody } from '../testing/delivery-fixture.ts';
 import { startHttpsReceiver, type TestReceiver } from '../testing/https-receiver.ts';
+import { startServiceChild } from '../testing/service-child.ts';
 import { dropDeliveryStream, startNatsServer, TEST_NATS_URL, uniqueNatsNamespace, type TestNatsServer } from '../testing/nats-server.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 import { makeSelfSignedCertificate, type TestCertificate } from '../testing/tls.ts';
-
-const SERVICE_SCRIPT = fileURLToPath(new URL('../testing/service-process.ts', import.meta.url));
-
-interface Child {
-  process: ChildProcess;
-  url: string;
-  exited: Promise<NodeJS.Signals | number | null>;
-}
-
-async function startChild(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, [SERVICE_SCRIPT], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    void exited.then((how) => reject(new Error(`service exited before it was ready (${how})`)));
-  });
-  return { process: child, url: `http://127.0.0.1:${port}`, exited };
-}
 
 describe('the cloud killed with SIGKILL after a dispatch commits and before it publishes', () => {
   let testDb: TestDatabase;
@@ -75,7 +51,7 @@ describe('the cloud killed with SIGKILL after a dispatch commits and before it p
       SORTIE_WEBHOOK_CA_FILE: cert.certFile,
       SORTIE_TEST_HOSTS: JSON.stringify({ [RECEIVER_HOST]: ['127.0.0.1'] }),
     };
-    const first = await startChild({ ...env, SORTIE_TEST_CRASH_AFTER_DISPATCH: '1' });
+    const first = await startServiceChild({ ...env, SORTIE_TEST_CRASH_AFTER_DISPATCH: '1' });
     database = await openDatabase({ url: testDb.url, dataDir });
     const db = database.db;
     const { organizationId, ownerUserId } = await createOrganization(db, 'crash test');
@@ -106,7 +82,7 @@ describe('the cloud killed with SIGKILL after a dispatch commits and before it p
     expect(command.status).toBe('queued');
     expect(receiver.requests).toHaveLength(0);
 
-    const second = await startChild(env);
+    const second = await startServiceChild(env);
     try {
       const [req] = await receiver.waitForRequests(1, 20_000);
       const secret = endpoint.body.secret as string;

@@ -1,6 +1,6 @@
 import { verifyWebhook, type CommandDispatchedBody } from '@sortie/contracts';
 import { writeCommandWebhooksEnabled } from '../settings.ts';
-import type { Resolver } from '../webhooks/url-guard.ts';
+import { tableResolver } from './table-resolver.ts';
 import { startHttpsReceiver, type ReceivedRequest, type TestReceiver } from './https-receiver.ts';
 import { freePort, TEST_NATS_URL, uniqueNatsNamespace } from './nats-server.ts';
 import { startTestService, type TestOrg, type TestService } from './test-service.ts';
@@ -27,11 +27,7 @@ export async function startDeliveryFixture(
 ): Promise<DeliveryFixture> {
   const cert = await makeSelfSignedCertificate([RECEIVER_HOST]);
   const hosts: Record<string, string[]> = { [RECEIVER_HOST]: ['127.0.0.1'] };
-  const resolver: Resolver = async (hostname) => {
-    const answers = hosts[hostname];
-    if (!answers) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-    return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
+  const resolver = tableResolver(hosts);
   const natsNamespace = uniqueNatsNamespace();
   // A port known before start, so ack.url in deliveries points at this very service.
   const httpPort = await freePort();

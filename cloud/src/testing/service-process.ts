@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { SortieService } from '../service.ts';
-import type { Resolver } from '../webhooks/url-guard.ts';
+import { tableResolver } from './table-resolver.ts';
 
 /**
  * The cloud as a child process for crash tests: configured from SORTIE_* like main.ts, plus
@@ -8,12 +8,7 @@ import type { Resolver } from '../webhooks/url-guard.ts';
  * - SORTIE_TEST_CRASH_AFTER_DISPATCH=1: SIGKILL itself after a dispatch commits, before publishing.
  * Prints `READY <httpPort>` once listening.
  */
-const hosts = JSON.parse(process.env.SORTIE_TEST_HOSTS ?? '{}') as Record<string, string[]>;
-const resolver: Resolver = async (hostname) => {
-  const answers = hosts[hostname];
-  if (!answers) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
-  return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-};
+const resolver = tableResolver(JSON.parse(process.env.SORTIE_TEST_HOSTS ?? '{}') as Record<string, string[]>);
 const crash = process.env.SORTIE_TEST_CRASH_AFTER_DISPATCH === '1';
 
 const service = await SortieService.create(loadConfig(), {

@@ -11,6 +11,7 @@ import { createLogger } from '../logger.ts';
 import { SortieService, type ServiceOverrides } from '../service.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
 import { dropDeliveryStream } from './nats-server.ts';
+import { tableResolver } from './table-resolver.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
 export interface TestOrg {
@@ -43,9 +44,7 @@ export interface TestResponse {
  * Tests never ask real DNS (no traffic leaves loopback): every name is unknown unless a test passes
  * its own resolver.
  */
-const offlineResolver: Resolver = async (hostname) => {
-  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
-};
+const offlineResolver: Resolver = tableResolver({});
 
 /**
  * Start the real service on a free port. `embedded: true` runs on PGlite in a temp folder; otherwise

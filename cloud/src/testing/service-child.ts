@@ -1,0 +1,28 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const SERVICE_SCRIPT = fileURLToPath(new URL('./service-process.ts', import.meta.url));
+
+export interface ServiceChild {
+  process: ChildProcess;
+  port: number;
+  url: string;
+  /** The exit signal or code. */
+  exited: Promise<NodeJS.Signals | number | null>;
+}
+
+/** The cloud in a child process (see service-process.ts), resolved once it listens. */
+export async function startServiceChild(env: Record<string, string>): Promise<ServiceChild> {
+  const child = spawn(process.execPath, [SERVICE_SCRIPT], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /READY (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    void exited.then((how) => reject(new Error(`service exited before it was ready (${how})`)));
+  });
+  return { process: child, port, url: `http://127.0.0.1:${port}`, exited };
+}
