@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * Webhook signing secrets at rest. They are needed in plaintext to sign deliveries, so they cannot be
@@ -22,15 +22,24 @@ export class SecretBoxError extends Error {
   override name = 'SecretBoxError';
 }
 
-function checkKey(key: Uint8Array): void {
+// Every delivery opens a secret: turning the raw key into a KeyObject once saves that work per attempt.
+const keyObjects = new WeakMap<Uint8Array, KeyObject>();
+
+function checkKey(key: Uint8Array): KeyObject {
   if (key.length !== KEY_BYTES) throw new SecretBoxError(`secret key must be ${KEY_BYTES} bytes, got ${key.length}`);
+  let keyObject = keyObjects.get(key);
+  if (!keyObject) {
+    keyObject = createSecretKey(key);
+    keyObjects.set(key, keyObject);
+  }
+  return keyObject;
 }
 
 /** Encrypt `plaintext`, binding it to `associatedData`. Every call uses a fresh random nonce. */
 export function sealSecret(plaintext: string, key: Uint8Array, associatedData: string): string {
-  checkKey(key);
+  const keyObject = checkKey(key);
   const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
+  const cipher = createCipheriv('aes-256-gcm', keyObject, nonce, { authTagLength: TAG_BYTES });
   cipher.setAAD(Buffer.from(associatedData, 'utf8'));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
   return `${VERSION}.${nonce.toString('base64url')}.${body.toString('base64url')}`;
@@ -41,7 +50,7 @@ export function sealSecret(plaintext: string, key: Uint8Array, associatedData: s
  * key, the associated data or any byte differs from what was sealed (GCM cannot tell these apart).
  */
 export function openSecret(sealed: string, key: Uint8Array, associatedData: string): string {
-  checkKey(key);
+  const keyObject = checkKey(key);
   const parts = sealed.split('.');
   if (parts.length !== 3 || parts[0] !== VERSION) throw new SecretBoxError('sealed secret has an unknown format or version');
   const [, noncePart = '', bodyPart = ''] = parts;
@@ -51,7 +60,7 @@ export function openSecret(sealed: string, key: Uint8Array, associatedData: stri
   if (nonce.length !== NONCE_BYTES || body.length < TAG_BYTES) throw new SecretBoxError('sealed secret is truncated');
 
   // authTagLength pins the tag at 16 bytes: without it Node would accept a truncated (weaker) tag.
-  const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
+  const decipher = createDecipheriv('aes-256-gcm', keyObject, nonce, { authTagLength: TAG_BYTES });
   decipher.setAAD(Buffer.from(associatedData, 'utf8'));
   decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
   try {
