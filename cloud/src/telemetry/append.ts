@@ -1,11 +1,12 @@
 import type { AppendRequest, AppendResponse, ErrorDetail } from '@sortie/contracts';
-import { sql } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
-import type { ChannelRow } from '../db/schema.ts';
 import { conflict, invalidRequest } from '../http/api-error.ts';
 import { isoToEpochMicros } from './timestamps.ts';
+import { binaryArrays, quotedBytea, quotedText, textArrays } from './sql-arrays.ts';
+import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { coerceJsonValue } from './wide-values.ts';
+import { writeWideBatch } from './wide-writer.ts';
 
 const CH_N = /^ch_\d+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -13,7 +14,8 @@ const MAX_DETAILS = 50;
 
 /**
  * HTTP append to a wide dataset. Values are addressed by `ch_N` or by channel name; rows sharing a
- * timestamp merge (a later value for the same column wins). One bulk upsert per request.
+ * timestamp merge (a later value for the same column wins). One bulk write per request, through the
+ * writer gRPC ingest uses.
  */
 export async function appendRows(ctx: AppContext, organizationId: string, body: AppendRequest): Promise<AppendResponse> {
   const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
@@ -26,13 +28,15 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
 
   const ignored = new Set<string>();
   const details: ErrorDetail[] = [];
-  // time (µs) -> column -> value
-  const merged = new Map<bigint, { iso: string; values: Map<string, unknown> }>();
-  const used = new Map<string, ChannelRow>();
+  const columns = writableColumns(channels);
+  const builder = new WideBatchBuilder(columns);
 
   body.rows.forEach((row, i) => {
-    const time = isoToEpochMicros(row.timestamp);
-    let target = merged.get(time);
+    const time = Number(isoToEpochMicros(row.timestamp));
+    if (!Number.isSafeInteger(time)) {
+      details.push({ field: `rows[${i}].timestamp`, message: 'timestamp is outside the supported range (years 1685 to 2255)' });
+      return;
+    }
     for (const [key, raw] of Object.entries(row.values)) {
       const field = `rows[${i}].values.${key}`;
       const channel = CH_N.test(key) ? byColumn.get(key) : byName.get(key);
@@ -47,7 +51,8 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
         }
         continue;
       }
-      if (!channel.physical_type) {
+      const column = channel.col_index === null ? undefined : columns.get(channel.col_index);
+      if (!channel.physical_type || !column) {
         details.push({
           field,
           message: `channel ${channel.col_name} ("${channel.name}") has no physical column yet; register the dataset with it to create one`,
@@ -60,12 +65,8 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
         details.push({ field, message: `${coerced.message} for ${channel.col_name} (${channel.data_type})` });
         continue;
       }
-      if (!target) {
-        target = { iso: row.timestamp, values: new Map() };
-        merged.set(time, target);
-      }
-      target.values.set(channel.col_name, coerced.value);
-      used.set(channel.col_name, channel);
+      const cell = storedCell(column.physicalType, coerced.value);
+      builder.putChecked(time, column, cell.num, cell.text);
     }
   });
 
@@ -74,22 +75,26 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
     throw invalidRequest(`${first.field}: ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}`, details.slice(0, MAX_DETAILS));
   }
 
-  const columns = [...used.values()].sort((a, b) => (a.col_index ?? 0) - (b.col_index ?? 0));
-  let valuesWritten = 0;
-  if (columns.length > 0 && merged.size > 0) {
-    const rows = [...merged.values()];
-    const times = rows.map((r) => r.iso);
-    const arrays = columns.map((ch) => rows.map((r) => r.values.get(ch.col_name) ?? null));
-    valuesWritten = arrays.reduce((n, values) => n + values.filter((v) => v !== null).length, 0);
-    const table = sql.table(dataset.table_name!);
-    const names = columns.map((ch) => sql.ref(ch.col_name));
-    const sources = [sql`${times}::timestamptz[]`, ...columns.map((ch, i) => sql`${arrays[i]}::${sql.raw(ch.physical_type!)}[]`)];
-    const updates = columns.map((ch) => sql`${sql.ref(ch.col_name)} = coalesce(excluded.${sql.ref(ch.col_name)}, t.${sql.ref(ch.col_name)})`);
-    await sql`
-      insert into ${table} as t (time, ${sql.join(names)})
-      select * from unnest(${sql.join(sources)})
-      on conflict (time) do update set ${sql.join(updates)}
-    `.execute(ctx.db);
+  // The same writer as gRPC ingest: one bulk upsert, and the rollups Query reads kept in step.
+  const batch = builder.take();
+  const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
+  await writeWideBatch(ctx.db, target, batch);
+  return { rowsWritten: batch.times.length, valuesWritten: batch.cells, ignoredKeys: [...ignored] };
+}
+
+/** A coerced JSON value as the writer takes it: a double for numeric columns, element text for non-double ones. */
+function storedCell(physicalType: string, value: unknown): { num: number; text: string | undefined } {
+  switch (physicalType) {
+    case 'double precision':
+      return { num: value as number, text: undefined };
+    case 'bigint':
+    case 'numeric(20,0)':
+      return { num: Number(value), text: value as string };
+    case 'boolean':
+      return { num: value ? 1 : 0, text: value ? 't' : 'f' };
+    case 'text':
+      return { num: NaN, text: quotedText(value as string) };
+    default:
+      return { num: NaN, text: quotedBytea(value as Uint8Array) };
   }
-  return { rowsWritten: merged.size, valuesWritten, ignoredKeys: [...ignored] };
 }

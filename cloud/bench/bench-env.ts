@@ -1,0 +1,146 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { issueApiKey } from '../src/auth/api-keys.ts';
+import { createOrganization } from '../src/auth/organizations.ts';
+import { openDatabase, type DatabaseHandle } from '../src/db/connect.ts';
+
+/** Shared set-up of the benchmarks: a database of their own, the real server in a child process, an org and a key. */
+
+const root = resolve(import.meta.dirname, '../..');
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** CPU time (user + system, ms) of one process, from /proc. */
+export function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU time (ms) of the PostgreSQL backends serving `database` (their command line names it). Other
+ * databases' backends — other work on a shared machine — are left out.
+ */
+export function postgresCpuMs(database: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.startsWith('postgres:') || !cmdline.includes(` ${database} `)) continue;
+      total += processCpuMs(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return total;
+}
+
+/** CPU time (ms) of this process. */
+export function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+export interface BenchServer {
+  child: ChildProcess;
+  httpUrl: string;
+  grpcPort: number;
+  /** Called with every JSON log line of the server. */
+  onLog: ((line: Record<string, unknown>) => void) | undefined;
+  /** Peak resident set of the server process so far (VmHWM), in MB. */
+  peakRssMb(): number;
+  stop(): Promise<void>;
+}
+
+/** Start `node cloud/src/main.ts` against `databaseUrl` and wait until both ports listen. */
+export async function startServerProcess(databaseUrl: string, logLevel = 'info'): Promise<BenchServer> {
+  const [httpPort, grpcPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, [resolve(root, 'cloud/src/main.ts')], {
+    env: {
+      ...process.env,
+      SORTIE_DATABASE_URL: databaseUrl,
+      SORTIE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
+      SORTIE_HTTP_PORT: String(httpPort),
+      SORTIE_GRPC_PORT: String(grpcPort),
+      SORTIE_LOG_LEVEL: logLevel,
+      // Profiling hook: BENCH_SERVER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=.tmp/prof" profiles the server only.
+      NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS ?? '',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const server: BenchServer = {
+    child,
+    httpUrl: `http://127.0.0.1:${httpPort}`,
+    grpcPort,
+    onLog: undefined,
+    peakRssMb: () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+    },
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  let listening = 0;
+  const ready = new Promise<void>((resolveReady, reject) => {
+    child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening`)));
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text);
+      } catch {
+        return;
+      }
+      if (typeof line.msg === 'string' && line.msg.includes('listening') && ++listening === 2) resolveReady();
+      server.onLog?.(line);
+    });
+  });
+  await ready;
+  return server;
+}
+
+/** An organization and a key, written straight to the (already migrated) database. */
+export async function createOrgAndKey(databaseUrl: string): Promise<{ apiKey: string; handle: DatabaseHandle }> {
+  const handle = await openDatabase({ url: databaseUrl, dataDir: '.', poolSize: 4 });
+  const { organizationId, ownerUserId } = await createOrganization(handle.db, 'Bench');
+  const { apiKey } = await issueApiKey(handle.db, {
+    organizationId,
+    userId: ownerUserId,
+    scopes: ['datasets:read', 'datasets:write', 'telemetry:read', 'telemetry:write'],
+  });
+  return { apiKey, handle };
+}
+
+export async function api(base: string, key: string, path: string, body: unknown): Promise<any> {
+  const response = await fetch(base + path, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = await response.json();
+  if (response.status >= 300) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A wide dataset with `channels` double channels ch_0..ch_{n-1}. */
+export async function registerWideDataset(base: string, key: string, experimentId: string, name: string, channels: number) {
+  const body = await api(base, key, '/api/streams/register', {
+    experimentId,
+    datasetName: name,
+    channels: Array.from({ length: channels }, (_, i) => ({ name: `channel ${i}`, unit: 'V', dataType: 'double' })),
+  });
+  return body.datasetId as string;
+}
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}

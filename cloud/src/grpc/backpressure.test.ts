@@ -1,0 +1,94 @@
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { TelemetryService, type StreamSubmitRequestSchema, type TelemetryPointSchema } from '@sortie/contracts';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wideTableName } from '../datasets/wide-table.ts';
+import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+
+let t: TestService;
+let org: TestOrg;
+let datasetId: string;
+let experimentId: string;
+
+beforeAll(async () => {
+  t = await startTestService();
+  org = await t.createOrg();
+  const experiment = await t.call('POST', '/api/experiments/create', { key: org.key, body: { name: 'flow' } });
+  experimentId = experiment.body.id;
+  const registered = await t.call('POST', '/api/streams/register', {
+    key: org.key,
+    body: { experimentId, datasetName: 'd', channels: Array.from({ length: 8 }, (_, i) => ({ name: `channel ${i}`, unit: '' })) },
+  });
+  datasetId = registered.body.datasetId;
+});
+afterAll(() => t?.stop());
+
+type Message = MessageInitShape<typeof StreamSubmitRequestSchema>;
+
+function batch(b: number): Message {
+  const points: Array<MessageInitShape<typeof TelemetryPointSchema>> = [];
+  for (let r = 0; r < 1000; r++) {
+    const us = 1_780_000_000_000_000 + (b * 1000 + r) * 50;
+    for (let c = 0; c < 8; c++) {
+      points.push({ channelId: String(c), timestamp: { seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 }, type: { case: 'double', value: r + c } });
+    }
+  }
+  return { message: { case: 'batch', value: { points } } };
+}
+
+describe('StreamSubmit backpressure', () => {
+  it('a stalled database stops the client through flow control instead of buffering its messages', async () => {
+    const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
+    const total = 200; // ~44 MB of batches
+    let yielded = 0;
+    async function* stream(): AsyncGenerator<Message> {
+      yield { message: { case: 'header', value: { experimentId, datasetId } } };
+      for (let b = 0; b < total; b++) {
+        yield batch(b);
+        yielded++;
+      }
+    }
+    // Hold the dataset's table: the server's first write waits on it.
+    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    const call = client.streamSubmit(stream(), { headers: { 'x-api-key': org.key } });
+    // Long enough for an unthrottled client to encode and send most of the 200 batches.
+    await new Promise((r) => setTimeout(r, 3000));
+    const whileStalled = yielded;
+    await blocker.query('commit');
+    await blocker.end();
+    const response = await call;
+
+    expect(whileStalled).toBeLessThan(40);
+    expect(response.written).toBe(BigInt(total * 8000));
+    const rows = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(wideTableName(datasetId))}`.execute(t.service.ctx.db);
+    expect(rows.rows[0]!.n).toBe(total * 1000);
+  }, 120_000);
+
+  it('single-point messages are written within the flush interval while the stream stays open', async () => {
+    const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const us = 1_790_000_000_000_000;
+    async function* stream(): AsyncGenerator<Message> {
+      yield { message: { case: 'header', value: { datasetId } } };
+      yield { message: { case: 'point', value: { channelId: '3', timestamp: { seconds: BigInt(us / 1e6), nanos: 0 }, type: { case: 'double', value: 4242.5 } } } };
+      await gate;
+    }
+    const call = client.streamSubmit(stream(), { headers: { 'x-api-key': org.key } });
+    let found = 0;
+    for (let i = 0; i < 50 && found === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const rows = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(wideTableName(datasetId))} where ch_3 = 4242.5`.execute(t.service.ctx.db);
+      found = rows.rows[0]!.n;
+    }
+    expect(found).toBe(1);
+    release();
+    expect((await call).written).toBe(1n);
+  });
+});

@@ -1,0 +1,12 @@
+import { createContextKey, type HandlerContext } from '@connectrpc/connect';
+import type { GrpcPrincipal } from './auth.ts';
+
+/** Set by the request gate before any handler runs. */
+export const principalKey = createContextKey<GrpcPrincipal | undefined>(undefined, { description: 'sortie principal' });
+export const requestIdKey = createContextKey<string>('', { description: 'sortie request id' });
+
+export function principalOf(context: HandlerContext): GrpcPrincipal {
+  const principal = context.values.get(principalKey);
+  if (!principal) throw new Error('no principal: the request gate did not run');
+  return principal;
+}

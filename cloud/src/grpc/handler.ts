@@ -1,0 +1,33 @@
+import type { HandlerContext } from '@connectrpc/connect';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../http/api-error.ts';
+import { requestIdKey } from './context.ts';
+import { toConnectError } from './errors.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Run an RPC body: every failure leaves as a ConnectError with its gRPC code and the request id; each call is logged once. */
+export async function runRpc<T>(ctx: AppContext, context: HandlerContext, body: () => Promise<T>, summary?: (result: T) => object): Promise<T> {
+  const started = performance.now();
+  const requestId = context.values.get(requestIdKey);
+  try {
+    const result = await body();
+    ctx.logger.info({ requestId, rpc: context.method.name, protocol: context.protocolName, ms: Math.round(performance.now() - started), ...summary?.(result) }, 'grpc call');
+    return result;
+  } catch (error) {
+    const failure = toConnectError(error, { logger: ctx.logger, requestId });
+    ctx.logger.info(
+      { requestId, rpc: context.method.name, protocol: context.protocolName, ms: Math.round(performance.now() - started), code: failure.code, error: failure.rawMessage },
+      'grpc call failed',
+    );
+    throw failure;
+  }
+}
+
+/** A UUID field of a request; `optional` lets the empty string through (field not set). */
+export function uuidField(value: string, field: string, options: { optional?: boolean } = {}): string {
+  if (value === '' && options.optional) return '';
+  if (value === '') throw new ApiError('invalid_request', `${field} is required`);
+  if (!UUID.test(value)) throw new ApiError('invalid_request', `${field} is not a UUID: "${value.slice(0, 80)}"`);
+  return value.toLowerCase();
+}

@@ -1,0 +1,65 @@
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import type { HandlerContext } from '@connectrpc/connect';
+import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
+import { listChannelRows, requireDataset } from '../../datasets/queries.ts';
+import { ApiError } from '../../http/api-error.ts';
+import { queryNarrow } from '../../narrow/query.ts';
+import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, queryWide, resolveQueryColumns, type SeriesResult } from '../../telemetry/query.ts';
+import { writableColumns } from '../../telemetry/wide-batch.ts';
+import { principalOf } from '../context.ts';
+import { runRpc, uuidField } from '../handler.ts';
+import type { GrpcDeps } from '../server.ts';
+
+/** Query: per channel a downsampled series of at most max_points_per_channel samples, and exact raw counts. */
+export function queryHandler({ ctx }: GrpcDeps) {
+  return (request: QueryRequest, context: HandlerContext): Promise<MessageInitShape<typeof QueryResponseSchema>> =>
+    runRpc(
+      ctx,
+      context,
+      async () => {
+        const principal = principalOf(context);
+        const datasetId = uuidField(request.datasetId, 'dataset_id');
+        const experimentId = uuidField(request.experimentId, 'experiment_id', { optional: true });
+        const maxPoints = request.maxPointsPerChannel <= 0 ? DEFAULT_MAX_POINTS : Math.min(request.maxPointsPerChannel, MAX_POINTS_PER_CHANNEL);
+        const from = request.from && timestampMicros(request.from, 'from');
+        const to = request.to && timestampMicros(request.to, 'to');
+
+        const dataset = await requireDataset(ctx.db, principal.organizationId, datasetId, experimentId || undefined);
+        // Narrow datasets: channel_ids are signal names and times are aligned (narrow/query.ts).
+        if (dataset.storage_shape === 'narrow') return seriesResponse(await queryNarrow(ctx.db, { datasetId: dataset.id, channelIds: request.channelIds, from, to, maxPoints }));
+        const columns = resolveQueryColumns(request.channelIds, writableColumns(await listChannelRows(ctx.db, dataset.id)));
+        const series = await queryWide(
+          ctx.db,
+          { datasetId: dataset.id, table: dataset.table_name!, channelIds: request.channelIds, from, to, maxPoints },
+          columns,
+        );
+        return seriesResponse(series);
+      },
+      (r) => ({ datasetId: request.datasetId, channels: request.channelIds.length, totalRawPoints: Number(r.totalRawPoints) }),
+    );
+}
+
+function seriesResponse(series: SeriesResult[]): MessageInitShape<typeof QueryResponseSchema> {
+  return {
+    series: series.map((s) => ({
+      channelId: s.channelId,
+      rawPoints: BigInt(s.rawPoints),
+      points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })),
+    })),
+    totalRawPoints: BigInt(series.reduce((n, s) => n + s.rawPoints, 0)),
+  };
+}
+
+function timestampMicros(ts: Timestamp, field: string): number {
+  const seconds = Number(ts.seconds);
+  if (!Number.isSafeInteger(seconds * 1_000_000) || ts.nanos < 0 || ts.nanos > 999_999_999) {
+    throw new ApiError('invalid_request', `${field} is not a valid timestamp in the supported range`);
+  }
+  return seconds * 1_000_000 + Math.floor(ts.nanos / 1000);
+}
+
+function microsToTimestamp(us: number): MessageInitShape<typeof import('@bufbuild/protobuf/wkt').TimestampSchema> {
+  const seconds = Math.floor(us / 1_000_000);
+  return { seconds: BigInt(seconds), nanos: (us - seconds * 1_000_000) * 1000 };
+}

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { samplesFromBuckets } from './downsample.ts';
+import { addSample, m4Of, type M4 } from './m4.ts';
+
+/** Random-walk samples cut into `buckets` equal buckets, with their M4 aggregates. */
+function fixture(buckets: number, perBucket: number, seed = 1) {
+  let x = seed;
+  const rand = () => ((x = (x * 48271) % 2147483647) / 2147483647) - 0.5;
+  const aggs: M4[] = [];
+  let v = 0;
+  for (let b = 0; b < buckets; b++) {
+    let agg: M4 | undefined;
+    for (let i = 0; i < perBucket; i++) {
+      v += rand();
+      const t = b * 1000 + i;
+      agg = agg ? addSample(agg, t, v) : m4Of(t, v);
+    }
+    aggs.push(agg!);
+  }
+  return aggs;
+}
+
+describe('samplesFromBuckets', () => {
+  it('stays within the budget and keeps every bucket minimum and maximum', () => {
+    const budget = 202;
+    const buckets = fixture(100, 50);
+    const out = samplesFromBuckets(buckets, budget);
+    expect(out.length).toBeLessThanOrEqual(budget);
+    for (const b of buckets) {
+      expect(out).toContainEqual({ t: b.minT, v: b.minV });
+      expect(out).toContainEqual({ t: b.maxT, v: b.maxV });
+    }
+    expect(out[0]).toEqual({ t: buckets[0]!.firstT, v: buckets[0]!.firstV });
+    expect(out.at(-1)).toEqual({ t: buckets.at(-1)!.lastT, v: buckets.at(-1)!.lastV });
+  });
+
+  it('uses the whole budget when there are more candidates, in time order, without duplicates', () => {
+    const buckets = fixture(40, 30, 7);
+    const out = samplesFromBuckets(buckets, 120);
+    expect(out).toHaveLength(120);
+    for (let i = 1; i < out.length; i++) expect(out[i]!.t).toBeGreaterThan(out[i - 1]!.t);
+  });
+
+  it('returns all four M4 points per bucket when the budget allows', () => {
+    const buckets = fixture(5, 20, 3);
+    const out = samplesFromBuckets(buckets, 1000);
+    const expected = new Set(buckets.flatMap((b) => [b.firstT, b.minT, b.maxT, b.lastT]));
+    expect(out.map((p) => p.t).sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
+  });
+
+  it('a budget of 1 returns the maximum sample; nothing for no data', () => {
+    const buckets = fixture(10, 10, 5);
+    const max = buckets.reduce((m, b) => (b.maxV > m.maxV ? b : m));
+    expect(samplesFromBuckets(buckets, 1)).toEqual([{ t: max.maxT, v: max.maxV }]);
+    expect(samplesFromBuckets([], 10)).toEqual([]);
+  });
+});

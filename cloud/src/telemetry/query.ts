@@ -1,0 +1,166 @@
+import { sql } from 'kysely';
+import type { Executor } from '../datasets/queries.ts';
+import { ApiError, notFound } from '../http/api-error.ts';
+import { samplesFromBuckets } from './downsample.ts';
+import type { Sample } from './lttb.ts';
+import { mergeM4, type M4 } from './m4.ts';
+import { planQuery, type QueryPlan } from './query-plan.ts';
+import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
+import { columnValueSql, timestampToUs, usToTimestamp } from './sql-time.ts';
+import type { WideColumnInfo } from './wide-batch.ts';
+
+/** Points per channel when the request leaves the budget at 0 (the proto's "server default"). */
+export const DEFAULT_MAX_POINTS = 1000;
+/** Larger budgets are clamped: the answer is still "at most max_points_per_channel". */
+export const MAX_POINTS_PER_CHANNEL = 100_000;
+export const MAX_CHANNELS_PER_QUERY = 256;
+
+export interface SeriesResult {
+  channelId: string;
+  samples: Sample[];
+  rawPoints: number;
+}
+
+export interface WideQuery {
+  datasetId: string;
+  table: string;
+  /** Requested channel ids, in request order. */
+  channelIds: readonly string[];
+  /** Range in µs: from inclusive, to exclusive; undefined = unbounded. */
+  from: number | undefined;
+  to: number | undefined;
+  maxPoints: number;
+}
+
+const CHANNEL_INDEX = /^(0|[1-9][0-9]{0,8})$/;
+
+/** Resolve requested channel ids to numeric columns, failing on the first that cannot be charted. */
+export function resolveQueryColumns(channelIds: readonly string[], columns: ReadonlyMap<number, WideColumnInfo>): WideColumnInfo[] {
+  if (channelIds.length === 0) throw new ApiError('invalid_request', 'channel_ids is empty: name at least one channel index');
+  if (channelIds.length > MAX_CHANNELS_PER_QUERY) {
+    throw new ApiError('invalid_request', `channel_ids names ${channelIds.length} channels; at most ${MAX_CHANNELS_PER_QUERY} per query`);
+  }
+  return channelIds.map((id, i) => {
+    if (!CHANNEL_INDEX.test(id)) {
+      throw new ApiError('invalid_request', `channel_ids[${i}]: "${id}" is not a channel index; wide channels are addressed by the N of ch_N, not by UUID or name`);
+    }
+    const column = columns.get(Number(id));
+    if (!column) throw notFound(`channel_ids[${i}]: channel ${id} (ch_${id}) has no physical column in this dataset`);
+    if (!column.numeric) {
+      throw new ApiError('invalid_request', `channel_ids[${i}]: channel ${id} stores ${column.physicalType}; Query reads numeric and boolean channels only`);
+    }
+    return column;
+  });
+}
+
+/**
+ * Buckets for a budget of `maxPoints` samples: two pinned samples (minimum and maximum) per bucket,
+ * plus the series' first and last sample, fit the budget exactly.
+ */
+export function bucketsForBudget(maxPoints: number): number {
+  return Math.max(1, Math.floor((maxPoints - 2) / 2));
+}
+
+/** Per channel, at most `maxPoints` samples keeping the chart's shape, and the exact raw count. */
+export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[]): Promise<SeriesResult[]> {
+  if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
+    throw new ApiError('invalid_request', '`from` is after `to`');
+  }
+  return Promise.all(
+    columns.map(async (column, i) => {
+      const { samples, rawPoints } = await querySeries(db, query, column);
+      return { channelId: query.channelIds[i]!, samples, rawPoints };
+    }),
+  );
+}
+
+async function querySeries(db: Executor, query: WideQuery, column: WideColumnInfo): Promise<{ samples: Sample[]; rawPoints: number }> {
+  const coarsest = ROLLUP_WIDTHS_MS[ROLLUP_WIDTHS_MS.length - 1]!;
+  // The channel's extent from the coarsest rollups (one row per day of data): narrows unbounded or
+  // oversized ranges to where samples are, so the buckets are spent on data.
+  const extent = await sql<{ first: number | null; last: number | null; count: number }>`
+    select min(first_time)::float8 as first, max(last_time)::float8 as last, coalesce(sum(count), 0)::float8 as count from telemetry_rollups
+    where dataset_id = ${query.datasetId}::uuid and channel = ${column.index}::int4 and width_ms = ${coarsest}::int4
+  `.execute(db);
+  const { first, last, count } = extent.rows[0] ?? { first: null, last: null, count: 0 };
+  if (first === null || last === null) return { samples: [], rawPoints: 0 };
+  const start = Math.max(query.from ?? -Infinity, first);
+  const end = Math.min(query.to ?? Infinity, last + 1);
+  if (!(end > start)) return { samples: [], rawPoints: 0 };
+
+  const maxBuckets = bucketsForBudget(query.maxPoints);
+  const plan = planQuery(start, end, maxBuckets, count / (last - first + 1));
+  const buckets = await m4Buckets(db, query, column, plan);
+  const rawPoints = buckets.reduce((n, b) => n + b.count, 0);
+  return { samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints };
+}
+
+interface M4Row {
+  qb: number;
+  n: number;
+  min_v: number;
+  min_t: number;
+  max_v: number;
+  max_t: number;
+  first_t: number;
+  first_v: number;
+  last_t: number;
+  last_v: number;
+}
+
+/**
+ * M4 per query bucket in SQL, from rollup rows and raw rows (one statement), merged per bucket here.
+ * Arrays compare element by element in float8 order, so min(array[value, time]) is the minimum with
+ * the earliest time among ties; max(array[value, -time]) likewise for the maximum.
+ */
+async function m4Buckets(db: Executor, query: WideQuery, column: WideColumnInfo, plan: QueryPlan): Promise<M4[]> {
+  const parts = [];
+  if (plan.blocks.length > 0) {
+    parts.push(sql`
+      select ((r.bucket - ${plan.origin}::int8) / ${plan.width}::int8)::float8 as qb, sum(r.count)::float8 as n,
+             min(array[r.min_value, r.min_time::float8]) as mn, max(array[r.max_value, -r.max_time::float8]) as mx,
+             min(array[r.first_time::float8, r.first_value]) as fst, max(array[r.last_time::float8, r.last_value]) as lst
+      from unnest(${`{${plan.blocks.map((b) => b.widthMs).join(',')}}`}::int4[],
+                  ${`{${plan.blocks.map((b) => b.from).join(',')}}`}::int8[],
+                  ${`{${plan.blocks.map((b) => b.to).join(',')}}`}::int8[]) as b(w, lo, hi)
+      join telemetry_rollups as r
+        on r.dataset_id = ${query.datasetId}::uuid and r.channel = ${column.index}::int4
+       and r.width_ms = b.w and r.bucket >= b.lo and r.bucket < b.hi
+      group by 1`);
+  }
+  if (plan.raw.length > 0) {
+    const ranges = plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(r.from)} and w.time < ${usToTimestamp(r.to)})`);
+    parts.push(sql`
+      select floor((x.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, count(*)::float8 as n,
+             min(array[x.v, x.t]) as mn, max(array[x.v, -x.t]) as mx, min(array[x.t, x.v]) as fst, max(array[x.t, x.v]) as lst
+      from (
+        select ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${column.name}`, column.physicalType)} as v
+        from ${sql.table(query.table)} as w
+        where (${sql.join(ranges, sql` or `)}) and ${sql.ref(`w.${column.name}`)} is not null
+      ) as x
+      group by 1`);
+  }
+  // Scalars, not arrays, cross the wire: cheaper to send and to parse.
+  const result = await sql<M4Row>`
+    select qb, n, mn[1] as min_v, mn[2] as min_t, mx[1] as max_v, -mx[2] as max_t,
+           fst[1] as first_t, fst[2] as first_v, lst[1] as last_t, lst[2] as last_v
+    from (${sql.join(parts, sql` union all `)}) as m`.execute(db);
+  const byBucket = new Map<number, M4>();
+  for (const row of result.rows) {
+    const m4: M4 = {
+      count: row.n,
+      minV: row.min_v,
+      minT: row.min_t,
+      maxV: row.max_v,
+      maxT: row.max_t,
+      firstT: row.first_t,
+      firstV: row.first_v,
+      lastT: row.last_t,
+      lastV: row.last_v,
+    };
+    const known = byBucket.get(row.qb);
+    if (known) mergeM4(known, m4);
+    else byBucket.set(row.qb, m4);
+  }
+  return [...byBucket.entries()].sort((a, b) => a[0] - b[0]).map(([, m4]) => m4);
+}

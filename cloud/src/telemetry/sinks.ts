@@ -1,0 +1,81 @@
+import type { TelemetryPoint } from '@sortie/contracts';
+import type { AppContext } from '../context.ts';
+import { requireDataset } from '../datasets/queries.ts';
+import type { DatasetRow } from '../db/schema.ts';
+import { ApiError, conflict } from '../http/api-error.ts';
+import { openNarrowSink } from '../narrow/narrow-sink.ts';
+import { openWideSink } from './wide-sink.ts';
+
+/** Totals a sink reports; `accepted = written + duplicates + ignored`. */
+export interface SinkCounts {
+  accepted: number;
+  written: number;
+  duplicates: number;
+  ignored: number;
+  ignoredChannelIds: string[];
+}
+
+/** Points as they arrive: decoded messages (JSON requests) or still encoded (binary requests). */
+export type PointSource =
+  | { points: readonly TelemetryPoint[] }
+  | { encodedBatch: Uint8Array }
+  | { encodedPoints: readonly Uint8Array[] };
+
+/**
+ * Where the points of one Submit or StreamSubmit go. A message's points are staged (validated and
+ * pivoted, nothing written) and then flushed in one bulk write. `stage` stages every point of the
+ * message or, throwing, none; a message of several points must be staged with nothing pending.
+ */
+export interface TelemetrySink {
+  stage(source: PointSource, locate: (index: number) => string): Promise<void>;
+  /** Points staged and not yet written. */
+  readonly staged: number;
+  flush(): Promise<{ points: number; rows: number }>;
+  counts(): SinkCounts;
+}
+
+export type SinkFactory = (ctx: AppContext, dataset: DatasetRow) => Promise<TelemetrySink>;
+
+/** Stream formats of StreamSessionHeader.format; "" is the wide format (points addressed by ch_N). */
+export const STREAM_FORMATS = ['', 'mavlink-raw-v1'] as const;
+export type StreamFormat = (typeof STREAM_FORMATS)[number];
+
+/** The storage shape each format writes to. */
+const SHAPE_OF_FORMAT: Record<StreamFormat, DatasetRow['storage_shape']> = { '': 'wide', 'mavlink-raw-v1': 'narrow' };
+
+/**
+ * Writers by storage shape and format. The narrow MAVLink writer (mavlink-raw-v1 frames decoded into
+ * signal rows) plugs in here.
+ */
+export const SINKS: Record<DatasetRow['storage_shape'], Partial<Record<StreamFormat, SinkFactory>>> = {
+  wide: { '': openWideSink },
+  narrow: { 'mavlink-raw-v1': openNarrowSink },
+};
+
+/** A valid request for something this server does not do yet (gRPC UNIMPLEMENTED). */
+export class NotYetSupportedError extends Error {
+  override name = 'NotYetSupportedError';
+}
+
+export function isStreamFormat(format: string): format is StreamFormat {
+  return (STREAM_FORMATS as readonly string[]).includes(format);
+}
+
+/** Open the writer for a dataset of the caller's organization; the dataset's shape must match the format. */
+export async function openSink(
+  ctx: AppContext,
+  organizationId: string,
+  target: { experimentId: string; datasetId: string; format: string },
+): Promise<TelemetrySink> {
+  if (!isStreamFormat(target.format)) {
+    throw new ApiError('invalid_request', `format "${target.format}" is unknown; use "" for wide datasets or "mavlink-raw-v1" for narrow ones`);
+  }
+  const dataset = await requireDataset(ctx.db, organizationId, target.datasetId, target.experimentId || undefined);
+  const factory = SINKS[dataset.storage_shape][target.format];
+  if (factory) return factory(ctx, dataset);
+  if (SHAPE_OF_FORMAT[target.format] !== dataset.storage_shape) {
+    const carried = target.format === '' ? 'points addressed by ch_N index (the wide format)' : `the ${target.format} format`;
+    throw conflict(`dataset ${dataset.id} is ${dataset.storage_shape}, but this call carries ${carried}`);
+  }
+  throw new NotYetSupportedError(`ingest of ${dataset.storage_shape} datasets in the ${target.format || 'wide'} format is not available yet`);
+}

@@ -1,0 +1,125 @@
+/**
+ * Array parameters of the bulk statements. The ingest path sends one array per column per batch, so
+ * their encoding is on the hot path:
+ *  - with node-postgres, numeric arrays go in PostgreSQL's binary array format (node-postgres sends a
+ *    Buffer parameter as binary): no double→text formatting here, no text parsing in the server, and
+ *    doubles stay bit-exact (-0, NaN, infinities included);
+ *  - PGlite takes text parameters only, so there the same arrays are array literals (`{1.5,NULL}`).
+ * Text, bytea, boolean and exact-integer columns always use literals built from element texts.
+ */
+
+/** A double as float8 input text; keeps -0, NaN and the infinities exact. */
+export function float8Text(v: number): string {
+  if (Number.isFinite(v)) return v === 0 && 1 / v < 0 ? '-0' : String(v);
+  if (Number.isNaN(v)) return 'NaN';
+  return v > 0 ? 'Infinity' : '-Infinity';
+}
+
+/** A quoted array element for text (backslash and double quote escaped). */
+export function quotedText(s: string): string {
+  return `"${s.replace(/["\\]/g, '\\$&')}"`;
+}
+
+/** A bytea array element in hex format (`\x…`), quoted so its backslash survives array parsing. */
+export function quotedBytea(bytes: Uint8Array): string {
+  return `"\\\\x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}"`;
+}
+
+/** `{a,b,NULL}` from element texts; `undefined` holes become NULL. */
+export function arrayLiteral(elements: ReadonlyArray<string | undefined>, length = elements.length): string {
+  let out = '{';
+  for (let i = 0; i < length; i++) {
+    if (i > 0) out += ',';
+    const e = elements[i];
+    out += e === undefined ? 'NULL' : e;
+  }
+  return out + '}';
+}
+
+/** `{1,2,3}` from integers (µs timestamps, counts, indexes). */
+export function numberArrayLiteral(values: ArrayLike<number>): string {
+  return `{${Array.prototype.join.call(values, ',')}}`;
+}
+
+const OID = { int4: 23, int8: 20, float8: 701 } as const;
+
+/** PostgreSQL binary array: ndim, has-nulls flag, element type, then (size, lower bound) per dimension. */
+function binaryArray(oid: number, length: number, nulls: number, elementBytes: number): { buf: Buffer; pos: number } {
+  const buf = Buffer.allocUnsafe(20 + length * 4 + (length - nulls) * elementBytes);
+  buf.writeInt32BE(1, 0);
+  buf.writeInt32BE(nulls > 0 ? 1 : 0, 4);
+  buf.writeInt32BE(oid, 8);
+  buf.writeInt32BE(length, 12);
+  buf.writeInt32BE(1, 16);
+  return { buf, pos: 20 };
+}
+
+function countHoles(present: ArrayLike<number> | undefined, length: number): number {
+  if (!present) return 0;
+  let n = 0;
+  for (let i = 0; i < length; i++) if (!present[i]) n++;
+  return n;
+}
+
+/**
+ * Encodes the numeric arrays of a statement for one driver; the SQL casts the parameter
+ * (`$1::float8[]`). For float8, `present[i] === 0` makes element i NULL.
+ */
+export interface ArrayEncoder {
+  float8(values: ArrayLike<number>, present?: ArrayLike<number>, length?: number): string | Buffer;
+  int8(values: ArrayLike<number>): string | Buffer;
+  int4(values: ArrayLike<number>): string | Buffer;
+}
+
+export const textArrays: ArrayEncoder = {
+  float8: (values, present, length = values.length) => {
+    let out = '{';
+    for (let i = 0; i < length; i++) {
+      if (i > 0) out += ',';
+      out += present && !present[i] ? 'NULL' : float8Text(values[i]!);
+    }
+    return out + '}';
+  },
+  int8: numberArrayLiteral,
+  int4: numberArrayLiteral,
+};
+
+export const binaryArrays: ArrayEncoder = {
+  float8: (values, present, length = values.length) => {
+    const nulls = countHoles(present, length);
+    let { buf, pos } = binaryArray(OID.float8, length, nulls, 8);
+    for (let i = 0; i < length; i++) {
+      if (present && !present[i]) {
+        buf.writeInt32BE(-1, pos);
+        pos += 4;
+      } else {
+        buf.writeInt32BE(8, pos);
+        buf.writeDoubleBE(values[i]!, pos + 4);
+        pos += 12;
+      }
+    }
+    return buf;
+  },
+  int8: (values) => {
+    let { buf, pos } = binaryArray(OID.int8, values.length, 0, 8);
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      // Two 32-bit halves: exact for every safe integer, negative ones included, without BigInt.
+      const hi = Math.floor(v / 4294967296);
+      buf.writeInt32BE(8, pos);
+      buf.writeInt32BE(hi, pos + 4);
+      buf.writeUInt32BE(v - hi * 4294967296, pos + 8);
+      pos += 12;
+    }
+    return buf;
+  },
+  int4: (values) => {
+    let { buf, pos } = binaryArray(OID.int4, values.length, 0, 4);
+    for (let i = 0; i < values.length; i++) {
+      buf.writeInt32BE(4, pos);
+      buf.writeInt32BE(values[i]!, pos + 4);
+      pos += 8;
+    }
+    return buf;
+  },
+};

@@ -1,0 +1,215 @@
+import { sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization } from '../auth/organizations.ts';
+import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
+import { migrationProvider } from '../db/migrations/index.ts';
+import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { wideChannelRows } from '../testing/wide-channels.ts';
+import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
+import { binaryArrays, textArrays, type ArrayEncoder } from './sql-arrays.ts';
+import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
+import { writeWideBatch, type WideTarget } from './wide-writer.ts';
+
+// The writer against the real Postgres: after any mix of appends, overwrites and out-of-order
+// batches, the rollups must equal an aggregate of the raw rows computed from scratch.
+
+const TYPES = ['double precision', 'bigint', 'boolean', 'text'];
+const COLUMNS = writableColumns(wideChannelRows(TYPES));
+
+let database: TestDatabase;
+let handle: DatabaseHandle;
+let organizationId: string;
+let experimentId: string;
+
+async function newTarget(arrays: ArrayEncoder): Promise<WideTarget> {
+  const id = crypto.randomUUID();
+  const table = `wide_${id.replaceAll('-', '')}`;
+  await handle.db
+    .insertInto('datasets')
+    .values({ id, organization_id: organizationId, experiment_id: experimentId, name: id, storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: table })
+    .execute();
+  await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 double precision, ch_1 bigint, ch_2 boolean, ch_3 text)`).execute(handle.db);
+  return { datasetId: id, table, arrays };
+}
+
+type Cell = [us: number, channel: number, value: number | string | boolean];
+
+function batchOf(cells: readonly Cell[]) {
+  const builder = new WideBatchBuilder(COLUMNS);
+  for (const [us, channel, value] of cells) {
+    const column = COLUMNS.get(channel)!;
+    if (channel === 0) builder.putChecked(us, column, value as number, undefined);
+    else if (channel === 1) builder.putChecked(us, column, Number(value), String(value));
+    else if (channel === 2) builder.putChecked(us, column, value ? 1 : 0, value ? 't' : 'f');
+    else builder.putChecked(us, column, NaN, `"${value}"`);
+  }
+  return builder.take();
+}
+
+/** The rollups of one channel as stored, and as recomputed from the raw rows. */
+async function rollupsVsRaw(target: WideTarget, channel: number) {
+  const column = `ch_${channel}`;
+  const value = channel === 2 ? sql`(${sql.ref(column)})::int::float8` : sql`(${sql.ref(column)})::float8`;
+  const recomputed = await sql<Record<string, number>>`
+    with raw as (
+      select round(date_part('epoch', time) * 1000000) as t, ${value} as v from ${sql.table(target.table)} where ${sql.ref(column)} is not null
+    )
+    select w as width_ms, (floor(t / (w * 1000)) * w * 1000)::float8 as bucket, count(*)::float8 as count,
+           (min(array[v, t]))[1] as min_value, (min(array[v, t]))[2] as min_time,
+           (max(array[v, -t]))[1] as max_value, -(max(array[v, -t]))[2] as max_time,
+           min(t) as first_time, (min(array[t, v]))[2] as first_value, max(t) as last_time, (max(array[t, v]))[2] as last_value
+    from raw cross join unnest(${`{${ROLLUP_WIDTHS_MS.join(',')}}`}::int8[]) as w
+    group by 1, 2 order by 1, 2`.execute(handle.db);
+  const stored = await sql<Record<string, number>>`
+    select width_ms::int8 as width_ms, bucket::float8 as bucket, count::float8 as count, min_value, min_time::float8 as min_time,
+           max_value, max_time::float8 as max_time, first_time::float8 as first_time, first_value, last_time::float8 as last_time, last_value
+    from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = ${channel} order by 1, 2`.execute(handle.db);
+  return { stored: stored.rows, recomputed: recomputed.rows };
+}
+
+async function expectRollupsExact(target: WideTarget) {
+  for (const channel of [0, 1, 2]) {
+    const { stored, recomputed } = await rollupsVsRaw(target, channel);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored).toEqual(recomputed);
+  }
+  const text = await sql`select 1 from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = 3`.execute(handle.db);
+  expect(text.rows).toHaveLength(0);
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  handle = await openDatabase({ url: database.url, dataDir: '.' });
+  await migrateToLatest(handle.db);
+  ({ organizationId } = await createOrganization(handle.db, 'writer'));
+  experimentId = crypto.randomUUID();
+  await handle.db.insertInto('experiments').values({ id: experimentId, organization_id: organizationId, name: 'e', description: '' }).execute();
+});
+afterAll(async () => {
+  await handle?.close();
+  await database?.drop();
+});
+
+const T0 = Date.UTC(2026, 2, 1) * 1000;
+
+describe.each([
+  ['binary arrays (node-postgres)', binaryArrays],
+  ['text arrays (PGlite)', textArrays],
+])('writeWideBatch with %s', (_, arrays) => {
+  it('appends in time order: every cell written, rollups exact', async () => {
+    const target = await newTarget(arrays);
+    let written = 0;
+    for (let b = 0; b < 5; b++) {
+      const cells: Cell[] = [];
+      for (let i = 0; i < 700; i++) {
+        const us = T0 + (b * 700 + i) * 3_337;
+        cells.push([us, 0, Math.sin(i) * 10], [us, 1, (i * 7919) % 1000 - 500], [us, 2, i % 3 === 0], [us, 3, `s${i}`]);
+      }
+      const result = await writeWideBatch(handle.db, target, batchOf(cells));
+      expect(result).toEqual({ written: cells.length, duplicates: 0, rows: 700 });
+      written += result.written;
+    }
+    expect(written).toBe(5 * 700 * 4);
+    await expectRollupsExact(target);
+  });
+
+  it('overwrites, fills, same-value redeliveries and out-of-order batches keep rollups exact and counts honest', async () => {
+    const target = await newTarget(arrays);
+    const base: Cell[] = [];
+    for (let i = 0; i < 2000; i++) base.push([T0 + i * 997, 0, i % 50], [T0 + i * 997, 2, i % 2 === 0]);
+    await writeWideBatch(handle.db, target, batchOf(base));
+
+    // Redelivery of the same values: all duplicates, nothing changes.
+    const again = await writeWideBatch(handle.db, target, batchOf(base.slice(0, 600)));
+    expect(again).toEqual({ written: 0, duplicates: 600, rows: 300 });
+
+    // Overwrite the maximum of a bucket with a small value, and a plain value with a new extreme.
+    const overwrite = await writeWideBatch(handle.db, target, batchOf([
+      [T0 + 49 * 997, 0, -1],
+      [T0 + 1234 * 997, 0, 1e6],
+      [T0 + 1234 * 997, 1, 42], // fills an empty cell of an existing row
+      [T0 + 3 * 997, 0, NaN],
+      [T0 + 7 * 997, 0, -Infinity],
+    ]));
+    expect(overwrite).toEqual({ written: 1, duplicates: 4, rows: 4 });
+
+    // Older data arriving later, interleaved with existing rows, and merged twice inside the batch.
+    const late: Cell[] = [];
+    for (let i = 0; i < 500; i++) late.push([T0 - 400_000 + i * 1_601, 0, -i], [T0 - 400_000 + i * 1_601, 1, i]);
+    late.push([T0 - 400_000, 0, 123]);
+    const lateResult = await writeWideBatch(handle.db, target, batchOf(late));
+    expect(lateResult.duplicates).toBe(1);
+
+    await expectRollupsExact(target);
+    const count = await sql<{ n: number }>`select count(ch_0)::int as n from ${sql.table(target.table)}`.execute(handle.db);
+    const finest = await sql<{ n: number }>`
+      select sum(count)::int as n from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = 0 and width_ms = ${ROLLUP_WIDTHS_MS[0]}`.execute(handle.db);
+    expect(finest.rows[0]!.n).toBe(count.rows[0]!.n);
+  });
+
+  it('concurrent writers of the same instants: conflicts retried under the table lock, rollups still exact', async () => {
+    const target = await newTarget(arrays);
+    const writers = Array.from({ length: 6 }, (_, w) => {
+      const cells: Cell[] = [];
+      // Half of each writer's instants are shared with the others, half its own.
+      for (let i = 0; i < 400; i++) cells.push([T0 + (i % 2 === 0 ? i : i * 1000 + w) * 500, w % 3, w * 1000 + i]);
+      return writeWideBatch(handle.db, target, batchOf(cells));
+    });
+    const results = await Promise.all(writers);
+    expect(results.reduce((n, r) => n + r.written + r.duplicates, 0)).toBe(6 * 400);
+    await expectRollupsExact(target);
+  });
+
+  it('keeps doubles bit-exact: -0, NaN, infinities, subnormals', async () => {
+    const target = await newTarget(arrays);
+    const values = [-0, NaN, Infinity, -Infinity, 5e-324, 0.1 + 0.2, -1.7976931348623157e308];
+    await writeWideBatch(handle.db, target, batchOf(values.map((v, i) => [T0 + i, 0, v] as Cell)));
+    const rows = await sql<{ v: string }>`select ch_0::text as v from ${sql.table(target.table)} order by time`.execute(handle.db);
+    expect(rows.rows.map((r) => r.v)).toEqual(['-0', 'NaN', 'Infinity', '-Infinity', '5e-324', '0.30000000000000004', '-1.7976931348623157e+308']);
+  });
+});
+
+describe('migration 0003 backfill', () => {
+  it('aggregates wide tables written before rollups existed', async () => {
+    const before = await createTestDatabase();
+    const old = await openDatabase({ url: before.url, dataDir: '.' });
+    try {
+      const migrator = new Migrator({ db: old.db, provider: migrationProvider });
+      const { error } = await migrator.migrateTo('0002-commands');
+      expect(error).toBeUndefined();
+      const { organizationId: org } = await createOrganization(old.db, 'old');
+      const exp = crypto.randomUUID();
+      await old.db.insertInto('experiments').values({ id: exp, organization_id: org, name: 'e', description: '' }).execute();
+      const id = crypto.randomUUID();
+      const table = `wide_${id.replaceAll('-', '')}`;
+      await old.db
+        .insertInto('datasets')
+        .values({ id, organization_id: org, experiment_id: exp, name: 'd', storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: table })
+        .execute();
+      for (const [i, type] of ['double precision', 'boolean', 'text'].entries()) {
+        await old.db
+          .insertInto('channels')
+          .values({ id: crypto.randomUUID(), organization_id: org, dataset_id: id, col_index: i, col_name: `ch_${i}`, name: `c${i}`, unit: '', data_type: 'double', physical_type: type, updated_at: new Date() })
+          .execute();
+      }
+      await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 double precision, ch_1 boolean, ch_2 text)`).execute(old.db);
+      await sql.raw(`insert into ${table} select timestamptz '2026-03-01' + g * interval '3 ms', sin(g), g % 2 = 0, 'x' from generate_series(1, 5000) g`).execute(old.db);
+
+      await migrateToLatest(old.db);
+      const stored = await sql<{ width_ms: number; n: number; mn: number; mx: number }>`
+        select width_ms, sum(count)::int as n, min(min_value) as mn, max(max_value) as mx from telemetry_rollups
+        where dataset_id = ${id}::uuid and channel = 0 group by width_ms order by width_ms`.execute(old.db);
+      const raw = await sql<{ mn: number; mx: number }>`select min(ch_0) as mn, max(ch_0) as mx from ${sql.table(table)}`.execute(old.db);
+      expect(stored.rows.map((r) => r.width_ms)).toEqual([...ROLLUP_WIDTHS_MS]);
+      for (const r of stored.rows) expect([r.n, r.mn, r.mx]).toEqual([5000, raw.rows[0]!.mn, raw.rows[0]!.mx]);
+      const bools = await sql<{ n: number }>`select sum(count)::int as n from telemetry_rollups where dataset_id = ${id}::uuid and channel = 1 and width_ms = 10`.execute(old.db);
+      expect(bools.rows[0]!.n).toBe(5000);
+      const text = await sql`select 1 from telemetry_rollups where dataset_id = ${id}::uuid and channel = 2`.execute(old.db);
+      expect(text.rows).toHaveLength(0);
+    } finally {
+      await old.close();
+      await before.drop();
+    }
+  });
+});

@@ -1,0 +1,164 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../db/connect.ts';
+import type { Executor } from '../datasets/queries.ts';
+import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
+import { applyRollupDeltas, recomputeRollups, rollupDeltas, rollupUpsert, type RollupRow } from './rollups.ts';
+import { arrayLiteral, type ArrayEncoder } from './sql-arrays.ts';
+import { columnValueSql, usToTimestamp } from './sql-time.ts';
+import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
+
+export interface WideTarget {
+  datasetId: string;
+  /** The dataset's physical table, `wide_<id>`. */
+  table: string;
+  /** How numeric arrays travel to this database (binary with node-postgres, text with PGlite). */
+  arrays: ArrayEncoder;
+}
+
+export interface WideWriteResult {
+  /** Cells that were empty before and now hold a value. */
+  written: number;
+  /** Points that replaced a value: an earlier point of the batch, or a stored value (last write wins). */
+  duplicates: number;
+  /** Distinct timestamps (rows) the batch touched. */
+  rows: number;
+}
+
+/**
+ * Write one batch to a wide dataset with as few round trips as the common case allows:
+ *
+ * - Append (nothing stored yet in the batch's time range — a stream writing in time order): ONE
+ *   statement, atomic on its own. A CTE probes the range; when it is empty the raw rows are inserted
+ *   (`unnest` of binary arrays, see docs/decisions/0004) and the rollup deltas folded in, both as
+ *   data-modifying CTEs of the same statement; when it is not, the statement changes nothing and says so.
+ * - Overlap (some rows exist, or a concurrent writer inserted the same instant first): a transaction
+ *   that locks the table against other writers (SHARE ROW EXCLUSIVE; readers are not blocked), reads
+ *   the stored cells of the batch's timestamps, upserts the rows (a cell the batch does not carry keeps
+ *   its value), folds only the previously empty cells into the rollups and recomputes the buckets
+ *   whose stored value changed.
+ *
+ * Either way the rollups equal the aggregate of the raw rows at every commit.
+ */
+export async function writeWideBatch(db: Db, target: WideTarget, batch: WideBatch): Promise<WideWriteResult> {
+  if (batch.times.length === 0 || batch.columns.length === 0) return { written: 0, duplicates: batch.mergedInBatch, rows: 0 };
+  try {
+    if (await appendIfNew(db, target, batch)) return { written: batch.cells, duplicates: batch.mergedInBatch, rows: batch.times.length };
+  } catch (error) {
+    // Another writer inserted one of these instants between our probe and our insert (or the two
+    // deadlocked): nothing of this statement was applied, so take the locked path.
+    if (!isRetryableConflict(error)) throw error;
+  }
+  return writeOverlapping(db, target, batch);
+}
+
+const UNIQUE_VIOLATION = '23505';
+const DEADLOCK_DETECTED = '40P01';
+
+function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === UNIQUE_VIOLATION || code === DEADLOCK_DETECTED;
+}
+
+/** The single-statement append; false when the batch's range already holds rows (nothing written). */
+async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promise<boolean> {
+  const first = batch.times[0]!;
+  const last = batch.times[batch.times.length - 1]!;
+  const fresh = sql`not exists (select 1 from existing)`;
+  const rollups = deltasOf(batch, batch.columns.map((c) => c.present));
+  const result = await sql<{ overlap: boolean }>`
+    with existing as materialized (
+      select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
+    ),
+    raw as (${insertRowsSql(target, batch, false, fresh)})
+    ${rollups.length > 0 ? sql`, rollups as (${rollupUpsert(target, rollups, fresh)})` : sql``}
+    select exists (select 1 from existing) as overlap`.execute(db);
+  return !result.rows[0]!.overlap;
+}
+
+async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): Promise<WideWriteResult> {
+  return db.transaction().execute(async (tx) => {
+    // Blocks other writers of this table (their inserts take ROW EXCLUSIVE) until commit, so the cells
+    // read below stay what the upsert replaces; queries keep reading.
+    await sql`lock table ${sql.table(target.table)} in share row exclusive mode`.execute(tx);
+    const before = await storedCells(tx, target, batch);
+    let overwritten = 0;
+    const changed = new Map<WideBatchColumn, Set<number>>();
+    // Rollups take only the cells that were empty before; a changed stored value means a recompute.
+    const newCells = batch.columns.map((column, c) => {
+      const mask = column.present.slice();
+      for (let i = 0; i < batch.times.length; i++) {
+        if (!mask[i]) continue;
+        const old = before.get(batch.times[i]!)?.[`c${c}`];
+        if (old === null || old === undefined || old === false) continue;
+        overwritten++;
+        mask[i] = 0;
+        // Only a different value can move a minimum or maximum; the same value changes nothing.
+        if (column.values && !sameDouble(old as number, column.values[i]!)) {
+          let buckets = changed.get(column);
+          if (!buckets) changed.set(column, (buckets = new Set()));
+          buckets.add(bucketStart(batch.times[i]!, FINEST_WIDTH_US));
+        }
+      }
+      return mask;
+    });
+    await insertRowsSql(target, batch, true).execute(tx);
+    await applyRollupDeltas(tx, target, deltasOf(batch, newCells));
+    for (const [column, buckets] of changed) {
+      await recomputeRollups(tx, target, column.info, [...buckets]);
+    }
+    return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length };
+  });
+}
+
+function deltasOf(batch: WideBatch, masks: ReadonlyArray<Uint8Array>): RollupRow[] {
+  const rows: RollupRow[] = [];
+  batch.columns.forEach((column, c) => {
+    if (column.values) rows.push(...rollupDeltas(column.info.index, batch.times, column.values, masks[c]!));
+  });
+  return rows;
+}
+
+/** PostgreSQL equality of doubles: NaN equals NaN, -0 equals 0. */
+function sameDouble(a: number, b: number): boolean {
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/** The raw rows of a batch as one insert of `unnest`ed arrays; `upsert` merges into stored rows. */
+function insertRowsSql(target: WideTarget, batch: WideBatch, upsert: boolean, guard?: RawBuilder<unknown>) {
+  const names = batch.columns.map((c) => sql.ref(c.info.name));
+  const aliases = batch.columns.map((_, c) => sql.ref(`u.c${c}`));
+  const sources = [
+    sql`${target.arrays.int8(batch.times)}::int8[]`,
+    ...batch.columns.map((c) =>
+      c.cells
+        ? sql`${arrayLiteral(c.cells, batch.times.length)}::${sql.raw(c.info.physicalType)}[]`
+        : sql`${target.arrays.float8(c.values!, c.present, batch.times.length)}::double precision[]`,
+    ),
+  ];
+  const unnestAs = sql.raw(`u(t, ${batch.columns.map((_, c) => `c${c}`).join(', ')})`);
+  const onConflict = upsert
+    ? sql`on conflict (time) do update set ${sql.join(batch.columns.map((c) => sql`${sql.ref(c.info.name)} = coalesce(excluded.${sql.ref(c.info.name)}, t.${sql.ref(c.info.name)})`))}`
+    : sql``;
+  return sql`
+    insert into ${sql.table(target.table)} as t (time, ${sql.join(names)})
+    select ${usToTimestamp(sql`u.t`)}, ${sql.join(aliases)}
+    from unnest(${sql.join(sources)}) as ${unnestAs}
+    ${guard ? sql`where ${guard}` : sql``}
+    ${onConflict}`;
+}
+
+/**
+ * The stored cells at the batch's timestamps, by µs: for numeric columns the value as a double (null
+ * when empty), for text and bytes whether a value is present.
+ */
+async function storedCells(db: Executor, target: WideTarget, batch: WideBatch): Promise<Map<number, Record<string, unknown>>> {
+  const selections = batch.columns.map((c, i) =>
+    c.values ? sql`${columnValueSql(`w.${c.info.name}`, c.info.physicalType)} as ${sql.ref(`c${i}`)}` : sql`(${sql.ref(`w.${c.info.name}`)} is not null) as ${sql.ref(`c${i}`)}`,
+  );
+  const result = await sql<Record<string, unknown> & { t: number }>`
+    select u.t::float8 as t, ${sql.join(selections)}
+    from unnest(${target.arrays.int8(batch.times)}::int8[]) as u(t)
+    join ${sql.table(target.table)} as w on w.time = ${usToTimestamp(sql`u.t`)}
+  `.execute(db);
+  return new Map(result.rows.map((r) => [r.t, r]));
+}
