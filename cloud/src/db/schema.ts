@@ -232,6 +232,74 @@ export interface AckAttemptsTable {
   attempted_at: Timestamp;
 }
 
+/**
+ * M4 aggregate of one bucket of one numeric channel, kept by ingest in the write's transaction
+ * (telemetry/rollups.ts). Times are µs since the epoch; `bucket` is a multiple of `width_ms` × 1000.
+ */
+export interface TelemetryRollupsTable {
+  dataset_id: string;
+  /** ch_N index of a wide dataset. */
+  channel: number;
+  width_ms: number;
+  bucket: number;
+  count: number;
+  min_value: number;
+  min_time: number;
+  max_value: number;
+  max_time: number;
+  first_time: number;
+  first_value: number;
+  last_time: number;
+  last_value: number;
+}
+
+/** Signal names of narrow datasets, interned (narrow/signal-dictionary.ts). */
+export interface NarrowSignalsTable {
+  id: Generated<number>;
+  name: string;
+}
+
+/**
+ * One decoded field of one MAVLink frame of a narrow dataset (docs/decisions/0006-narrow-mavlink.md).
+ * `time` is raw vehicle time on the clock `time_source` names; aligned at read time.
+ */
+export interface NarrowSamplesTable {
+  dataset_id: string;
+  frame_seq: number;
+  signal_id: number;
+  time: Timestamp;
+  received_at: Timestamp;
+  boot_us: number | null;
+  value_double: number | null;
+  boot_session: number;
+  time_source: 'gps' | 'boot' | 'agent';
+  value_text: string | null;
+  value_bytes: Uint8Array | null;
+}
+
+/** The system id a narrow dataset is bound to, its highest frame_seq, and a version bumped by every write. */
+export interface NarrowDatasetsTable {
+  dataset_id: string;
+  sysid: number;
+  max_frame_seq: ColumnType<number, number | undefined, number>;
+  version: ColumnType<number, number | undefined, number>;
+}
+
+/** A boot session of one component of a narrow dataset and what read-time alignment needs; µs. */
+export interface NarrowBootSessionsTable {
+  dataset_id: string;
+  boot_session: number;
+  compid: number;
+  first_frame_seq: number;
+  last_frame_seq: number;
+  last_boot_us: number | null;
+  gps_offset_us: number | null;
+  gps_offset_frame_seq: number | null;
+  agent_offset_us: number | null;
+  first_received_us: number;
+  last_received_us: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -249,6 +317,11 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   ack_tokens: AckTokensTable;
   ack_attempts: AckAttemptsTable;
+  telemetry_rollups: TelemetryRollupsTable;
+  narrow_signals: NarrowSignalsTable;
+  narrow_samples: NarrowSamplesTable;
+  narrow_datasets: NarrowDatasetsTable;
+  narrow_boot_sessions: NarrowBootSessionsTable;
   notifications: NotificationsTable;
 }
 

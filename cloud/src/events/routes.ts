@@ -6,6 +6,7 @@ import { requireDataset } from '../datasets/queries.ts';
 import type { EventRow } from '../db/schema.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
+import { alignNarrowEvents } from '../narrow/events.ts';
 
 function toEvent(row: EventRow): TimelineEvent {
   return {
@@ -48,6 +49,8 @@ export function eventsRoutes(ctx: AppContext) {
       let q = ctx.db.selectFrom('events').selectAll().where('dataset_id', '=', dataset.id);
       if (query.kind) q = q.where('kind', '=', query.kind);
       const rows = await q.orderBy('time').orderBy('id').execute();
+      // Narrow datasets: on the charts' aligned time axis (narrow/events.ts).
+      if (dataset.storage_shape === 'narrow') return c.json((await alignNarrowEvents(ctx.db, dataset.id, rows)).map(toEvent));
       return c.json(rows.map(toEvent));
     });
 }

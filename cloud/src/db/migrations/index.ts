@@ -1,13 +1,17 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as m0001 from './0001-core.ts';
 import * as m0002 from './0002-commands.ts';
+import * as m0003 from './0003-telemetry-rollups.ts';
 import * as m0004 from './0004-delivery-engine.ts';
+import * as m0005 from './0005-narrow-telemetry.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
   '0001-core': m0001,
   '0002-commands': m0002,
+  '0003-telemetry-rollups': m0003,
   '0004-delivery-engine': m0004,
+  '0005-narrow-telemetry': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {
