@@ -20,7 +20,7 @@ import type { SpoolWarning } from './spool/spool.ts';
 import { StatusReporter } from './status/status-reporter.ts';
 import type { StatusOutput } from './status/status-reporter.ts';
 import { createUplink } from './uplink/uplink.ts';
-import type { SystemIds } from './uplink/uplink.ts';
+import type { SystemIds, Uplink } from './uplink/uplink.ts';
 
 export interface AgentIo {
   readonly logger: Logger;
@@ -66,6 +66,9 @@ export async function startAgent(config: AgentConfig, io: AgentIo): Promise<Agen
     let pipeline: Pipeline | null = null;
     const opened = await openSource(config, spool, logger, () => pipeline?.lastSpooled ?? null);
     if (opened === 'nothing-to-do') {
+      // The replay is spooled already; what the cloud has not acknowledged (a run stopped or killed
+      // while sending) still goes.
+      if (uplink.status().state !== 'off' && !allAcknowledged(spool, events)) return drainOnly(spool, events, uplink, logger);
       await events.close();
       await spool.close();
       return { done: Promise.resolve(0), stop() {} };
@@ -158,8 +161,14 @@ export async function startAgent(config: AgentConfig, io: AgentIo): Promise<Agen
       const finished = src.ended() && code === 0;
       try {
         await replay?.checkpointer.finish(finished);
-        if (finished && replay) await uplink.drain(abort.signal);
+        // Link events are on disk before the drain looks at what is pending.
         await Promise.allSettled(eventWrites);
+        if (finished && replay && uplink.status().state !== 'off') {
+          const lag = spool.stats().pending;
+          if (lag > 0) logger.info({ unacknowledged: lag }, 'replay spooled; waiting for the cloud to acknowledge the rest');
+          await uplink.drain(abort.signal);
+          if (allAcknowledged(spool, linkEvents)) logger.info({ ackedSeq: String(spool.ackedSeq) }, 'the cloud has acknowledged every frame and link event');
+        }
         await uplink.stop();
       } catch (error) {
         code = 1;
@@ -257,6 +266,48 @@ async function openSource(
   const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled });
   await checkpointer.begin(resume.position);
   return { source, replay: { file, checkpointer } };
+}
+
+function allAcknowledged(spool: Spool, events: LinkEventQueue): boolean {
+  return spool.ackedSeq >= spool.nextSeq - 1n && events.pending().length === 0;
+}
+
+/** No source to read: only send what the spool and the event queue still hold, then end. */
+function drainOnly(spool: Spool, events: LinkEventQueue, uplink: Uplink, logger: Logger): AgentRun {
+  const abort = new AbortController();
+  logger.info(
+    { unacknowledged: spool.stats().pending, pendingLinkEvents: events.pending().length },
+    'sending what the cloud has not acknowledged yet',
+  );
+  uplink.start({ spool, linkEvents: events, systems: { list: () => [], onSystem: () => () => {} }, logger: logger.child({ component: 'uplink' }) });
+  const done = (async (): Promise<number> => {
+    let code = 0;
+    try {
+      await uplink.drain(abort.signal);
+      await uplink.stop();
+      if (allAcknowledged(spool, events)) logger.info({ ackedSeq: String(spool.ackedSeq) }, 'the cloud has acknowledged every frame and link event');
+      else logger.info({ unacknowledged: spool.stats().pending }, 'stopped; the rest is sent by the next run');
+    } catch (error) {
+      code = 1;
+      logger.error({ error: (error as Error).message }, 'shutdown step failed');
+    }
+    try {
+      await events.close();
+      await spool.close();
+    } catch (error) {
+      code = 1;
+      logger.error({ error: (error as Error).message }, 'closing the spool failed');
+    }
+    return code;
+  })();
+  return {
+    done,
+    stop(reason) {
+      if (abort.signal.aborted) return;
+      logger.info({ reason }, 'stopping');
+      abort.abort();
+    },
+  };
 }
 
 function logRecovery(spool: Spool, logger: Logger): void {

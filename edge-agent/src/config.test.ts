@@ -99,15 +99,37 @@ describe('parseCli', () => {
     expect(config(['--speed', '4'], env).speed).toBe(4);
   });
 
-  it('needs the API key and experiment with --cloud, and --no-cloud overrides the variable', () => {
-    const msg = error(['--source', 'udp:14550', '--cloud', 'http://localhost:50051', ...BASE]);
+  const EXP = '0b9d4c1e-3f59-4a55-9a43-5f1f3e0e8a01';
+
+  it('needs the API key, the experiment and (for a live link) the sortie with --cloud, and --no-cloud overrides the variable', () => {
+    const msg = error(['--source', 'udp:14550', '--cloud', 'http://localhost:8080', ...BASE]);
     expect(msg).toContain('--api-key (SORTIE_AGENT_API_KEY): is required with --cloud');
     expect(msg).toContain('--experiment (SORTIE_AGENT_EXPERIMENT): is required with --cloud');
-    const env = { SORTIE_AGENT_CLOUD: 'https://sortie.example:50051', SORTIE_AGENT_API_KEY: 'sk_test', SORTIE_AGENT_EXPERIMENT: 'exp-1' };
+    expect(msg).toContain('--sortie (SORTIE_AGENT_SORTIE): is required with --cloud for a live source');
+    const env = { SORTIE_AGENT_CLOUD: 'https://sortie.example', SORTIE_AGENT_API_KEY: 'sk_test', SORTIE_AGENT_EXPERIMENT: EXP, SORTIE_AGENT_SORTIE: 'flight-12' };
     const withCloud = config(['--source', 'udp:14550', ...BASE], env);
-    expect(withCloud.cloud).toEqual({ url: 'https://sortie.example:50051', apiKey: 'sk_test', experimentId: 'exp-1' });
+    expect(withCloud.cloud).toEqual({
+      url: 'https://sortie.example',
+      grpcUrl: 'https://sortie.example:50051',
+      apiKey: 'sk_test',
+      experimentId: EXP,
+      sortie: 'flight-12',
+      retryMaxMs: 30_000,
+    });
     expect(JSON.stringify(describeConfig(withCloud))).not.toContain('sk_test');
     expect(config(['--source', 'udp:14550', '--no-cloud', ...BASE], env).cloud).toBeNull();
+  });
+
+  it('takes --grpc and --retry-max-seconds, names a replay\'s sortie after the file, and refuses an experiment that is not a UUID', () => {
+    const env = { SORTIE_AGENT_API_KEY: 'k', SORTIE_AGENT_EXPERIMENT: EXP };
+    const replay = config(['--source', 'file:/data/flight-12.tlog', '--cloud', 'http://127.0.0.1:8080/', '--grpc', 'http://10.0.0.5:9000', '--retry-max-seconds', '2.5', ...BASE], env);
+    expect(replay.cloud).toMatchObject({ grpcUrl: 'http://10.0.0.5:9000', sortie: 'flight-12', retryMaxMs: 2500 });
+    expect(config(['--source', 'file:f.tlog', '--cloud', 'http://[::1]:8080', ...BASE], env).cloud?.grpcUrl).toBe('http://[::1]:50051');
+    expect(config(['--source', 'file:f.tlog', '--cloud', 'http://h', '--sortie', 'mine', ...BASE], env).cloud?.sortie).toBe('mine');
+    expect(error(['--source', 'file:f.tlog', '--cloud', 'http://h', ...BASE], { ...env, SORTIE_AGENT_EXPERIMENT: 'exp-1' })).toContain(
+      '--experiment (SORTIE_AGENT_EXPERIMENT): must be the experiment id (a UUID)',
+    );
+    expect(error(['--source', 'file:f.tlog', '--cloud', 'http://h', '--grpc', 'h2c://x', ...BASE], env)).toMatch(/--grpc .*: must be an http\(s\) URL/);
   });
 
   it('names every bad setting by flag and variable in one message', () => {

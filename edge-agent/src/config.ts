@@ -2,7 +2,7 @@
 // (a flag wins over its variable). Parsed once, validated with zod, and refused with one message that
 // names every bad setting by its flag.
 import { isIP } from 'node:net';
-import { extname } from 'node:path';
+import { basename, extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { FullPolicy } from './spool/spool.ts';
@@ -13,10 +13,20 @@ export type SourceSpec =
   | { readonly kind: 'file'; readonly path: string; readonly format: 'tlog' | 'raw' };
 
 export interface CloudConfig {
+  /** Base URL of the HTTP API (dataset registration, annotations), e.g. https://sortie.example. */
   readonly url: string;
+  /** The gRPC endpoint (StreamSubmit); by default the API's host on port 50051. */
+  readonly grpcUrl: string;
   readonly apiKey: string;
   readonly experimentId: string;
+  /** Dataset name prefix: one narrow dataset per system id, named `<sortie>-sys<id>`. */
+  readonly sortie: string;
+  /** Longest wait between reconnection attempts, ms. */
+  readonly retryMaxMs: number;
 }
+
+/** The gRPC port of the reference deployment (the spec's {grpc_host}:50051). */
+export const DEFAULT_GRPC_PORT = 50051;
 
 export interface AgentConfig {
   readonly source: SourceSpec;
@@ -48,9 +58,12 @@ const OPTIONS = {
   'spool-max-bytes': { type: 'string', env: 'SORTIE_AGENT_SPOOL_MAX_BYTES' },
   'spool-full-policy': { type: 'string', env: 'SORTIE_AGENT_SPOOL_FULL_POLICY' },
   cloud: { type: 'string', env: 'SORTIE_AGENT_CLOUD' },
+  grpc: { type: 'string', env: 'SORTIE_AGENT_GRPC' },
   'no-cloud': { type: 'boolean', env: 'SORTIE_AGENT_NO_CLOUD' },
   'api-key': { type: 'string', env: 'SORTIE_AGENT_API_KEY' },
   experiment: { type: 'string', env: 'SORTIE_AGENT_EXPERIMENT' },
+  sortie: { type: 'string', env: 'SORTIE_AGENT_SORTIE' },
+  'retry-max-seconds': { type: 'string', env: 'SORTIE_AGENT_RETRY_MAX_SECONDS' },
   'link-loss-seconds': { type: 'string', env: 'SORTIE_AGENT_LINK_LOSS_SECONDS' },
   'replay-again': { type: 'boolean', env: 'SORTIE_AGENT_REPLAY_AGAIN' },
   'status-interval': { type: 'string', env: 'SORTIE_AGENT_STATUS_INTERVAL' },
@@ -81,10 +94,14 @@ Options (each also read from the environment variable shown):
   --spool-max-bytes SIZE       SORTIE_AGENT_SPOOL_MAX_BYTES    bound on the spool, e.g. 512MiB, 2GiB (default 1GiB)
   --spool-full-policy POLICY   SORTIE_AGENT_SPOOL_FULL_POLICY  drop-oldest (default for live links) | reject-new (default for files)
   --link-loss-seconds N        SORTIE_AGENT_LINK_LOSS_SECONDS  vehicle silence that counts as LINK_LOSS (default 5)
-  --cloud URL                  SORTIE_AGENT_CLOUD              Sortie gRPC address; absent = spool only
+  --cloud URL                  SORTIE_AGENT_CLOUD              Sortie HTTP API, e.g. https://sortie.example; absent = spool only
+  --grpc URL                   SORTIE_AGENT_GRPC               Sortie gRPC endpoint (default: the --cloud host, port 50051)
   --no-cloud                   SORTIE_AGENT_NO_CLOUD=1         spool only, even when SORTIE_AGENT_CLOUD is set
   --api-key KEY                SORTIE_AGENT_API_KEY            with --cloud (prefer the variable: flags show in ps)
-  --experiment ID              SORTIE_AGENT_EXPERIMENT         with --cloud: the sortie's experiment id
+  --experiment ID              SORTIE_AGENT_EXPERIMENT         with --cloud: the experiment (UUID) the datasets belong to
+  --sortie NAME                SORTIE_AGENT_SORTIE             with --cloud: dataset name prefix, one dataset NAME-sys<id> per
+                                                               system id (default for a file: its name without extension)
+  --retry-max-seconds N        SORTIE_AGENT_RETRY_MAX_SECONDS  longest wait between reconnection attempts (default 30)
   --status-interval SECONDS    SORTIE_AGENT_STATUS_INTERVAL    JSON status line period when stdout is not a terminal (default 10)
   --log-level LEVEL            SORTIE_AGENT_LOG_LEVEL          trace|debug|info|warn|error|fatal|silent (default info)
   -h, --help
@@ -170,10 +187,13 @@ const Schema = z
       })
       .default(1024 ** 3),
     'spool-full-policy': z.enum(['drop-oldest', 'reject-new'], { error: 'must be drop-oldest or reject-new' }).optional(),
-    cloud: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. http://localhost:50051' }).optional(),
+    cloud: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://sortie.example' }).optional(),
+    grpc: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. http://sortie.example:50051' }).optional(),
     'no-cloud': z.boolean().default(false),
     'api-key': z.string().trim().min(1).optional(),
-    experiment: z.string().trim().min(1).optional(),
+    experiment: z.uuid({ error: 'must be the experiment id (a UUID)' }).optional(),
+    sortie: z.string().trim().min(1, 'must not be empty').max(180, 'must be at most 180 characters').optional(),
+    'retry-max-seconds': positiveNumber('retry interval').default(30),
     'link-loss-seconds': positiveNumber('link loss time').default(5),
     'replay-again': z.boolean().default(false),
     'status-interval': positiveNumber('status interval').default(10),
@@ -184,6 +204,9 @@ const Schema = z
     if (v.cloud && !v['no-cloud']) {
       if (!v['api-key']) ctx.addIssue({ code: 'custom', path: ['api-key'], message: 'is required with --cloud' });
       if (!v.experiment) ctx.addIssue({ code: 'custom', path: ['experiment'], message: 'is required with --cloud' });
+      if (!v.sortie && !v.source?.trim().startsWith('file:')) {
+        ctx.addIssue({ code: 'custom', path: ['sortie'], message: 'is required with --cloud for a live source (it names the datasets)' });
+      }
     }
   });
 
@@ -235,13 +258,37 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
         fullPolicy: v['spool-full-policy'] ?? (isFile ? 'reject-new' : 'drop-oldest'),
       },
       cloud:
-        v.cloud && !v['no-cloud'] ? { url: v.cloud, apiKey: v['api-key'] ?? '', experimentId: v.experiment ?? '' } : null,
+        v.cloud && !v['no-cloud']
+          ? {
+              url: v.cloud,
+              grpcUrl: v.grpc ?? defaultGrpcUrl(v.cloud),
+              apiKey: v['api-key'] ?? '',
+              experimentId: v.experiment ?? '',
+              sortie: v.sortie ?? defaultSortie(source),
+              retryMaxMs: Math.round(v['retry-max-seconds'] * 1000),
+            }
+          : null,
       linkLossSeconds: v['link-loss-seconds'],
       replayAgain: v['replay-again'],
       statusIntervalSeconds: v['status-interval'],
       logLevel: v['log-level'],
     },
   };
+}
+
+/** The --cloud host on the gRPC port, same scheme (h2c for http, TLS for https). */
+export function defaultGrpcUrl(cloudUrl: string): string {
+  const url = new URL(cloudUrl);
+  // hostname keeps the brackets of an IPv6 literal.
+  return `${url.protocol}//${url.hostname}:${DEFAULT_GRPC_PORT}`;
+}
+
+/** A replayed file names its sortie after itself (`flight-12.tlog` → `flight-12`). */
+function defaultSortie(source: SourceSpec): string {
+  if (source.kind !== 'file') return '';
+  const name = basename(source.path);
+  const ext = extname(name);
+  return (ext ? name.slice(0, -ext.length) : name) || name;
 }
 
 function label(name: string): string {
@@ -253,6 +300,6 @@ function label(name: string): string {
 export function describeConfig(config: AgentConfig): Record<string, unknown> {
   return {
     ...config,
-    cloud: config.cloud ? { url: config.cloud.url, experimentId: config.cloud.experimentId, apiKey: '[redacted]' } : null,
+    cloud: config.cloud ? { ...config.cloud, apiKey: '[redacted]' } : null,
   };
 }

@@ -25,5 +25,7 @@ export { UdpSource } from './sources/udp-source.ts';
 export type { Source, SourceChunk } from './sources/source.ts';
 export { Spool, SpoolFullError, SpoolClosedError } from './spool/spool.ts';
 export type { SpoolRecord, SpoolStats } from './spool/spool.ts';
-export { createUplink, spoolOnlyUplink, UplinkUnavailableError } from './uplink/uplink.ts';
+export { createUplink, spoolOnlyUplink } from './uplink/uplink.ts';
+export { GrpcUplink } from './uplink/grpc-uplink.ts';
+export type { GrpcUplinkOptions } from './uplink/grpc-uplink.ts';
 export type { SystemIds, Uplink, UplinkInputs, UplinkState, UplinkStatus } from './uplink/uplink.ts';

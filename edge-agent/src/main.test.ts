@@ -90,15 +90,27 @@ describe('sortie agent CLI', () => {
     expect(agent.stdout()).toBe('');
   });
 
-  it('exits 2 when asked for a cloud uplink, which does not exist yet', async () => {
-    const agent = start(['--source', 'udp:127.0.0.1:0', '--spool-dir', dir], {
-      SORTIE_AGENT_CLOUD: 'http://127.0.0.1:50051',
+  it('with a cloud that cannot be reached: spools the replay, backs off, and stops cleanly on SIGTERM with everything kept', async () => {
+    const agent = start(['--source', `file:${fixturePath(FIXTURES.px4Junk)}`, '--spool-dir', dir, '--speed', 'max', '--status-interval', '0.1'], {
+      SORTIE_AGENT_CLOUD: 'http://127.0.0.1:1',
+      SORTIE_AGENT_GRPC: 'http://127.0.0.1:1',
       SORTIE_AGENT_API_KEY: 'sk_secret_value',
-      SORTIE_AGENT_EXPERIMENT: 'exp',
+      SORTIE_AGENT_EXPERIMENT: '0b9d4c1e-3f59-4a55-9a43-5f1f3e0e8a01',
+      SORTIE_AGENT_RETRY_MAX_SECONDS: '0.5',
     });
-    expect(await agent.exited).toBe(2);
-    expect((await agent.waitFor('could not start'))['error']).toMatch(/uplink is not implemented yet/);
+    expect((await agent.waitFor('cloud unreachable'))['error']).toMatch(/fetch failed|ECONNREFUSED/);
+    await agent.waitFor('replay spooled; waiting for the cloud');
+    for (let i = 0; i < 200 && !agent.lines.some((l) => l['msg'] === 'status' && l['uplink'] === 'backing-off'); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(agent.lines.some((l) => l['msg'] === 'status' && l['uplink'] === 'backing-off' && l['unacknowledged'] === 138)).toBe(true);
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toBe(0);
     expect(agent.stdout()).not.toContain('sk_secret_value');
+    const spool = await Spool.open({ dir });
+    expect(spool.ackedSeq).toBe(0n);
+    expect((await spool.readFrom(0n, 1000)).length).toBe(138);
+    await spool.close();
   });
 
   it('replays the junk-prefixed capture end to end: 138 frames spooled, 5 junk bytes, exit 0', async () => {

@@ -6,7 +6,6 @@ import { startAgent } from './agent.ts';
 import type { AgentRun } from './agent.ts';
 import { createLogger } from './status/logger.ts';
 import type { StatusReporter } from './status/status-reporter.ts';
-import { UplinkUnavailableError } from './uplink/uplink.ts';
 
 let cli: CliResult;
 try {
@@ -35,7 +34,7 @@ try {
   run = await startAgent(config, { logger, tty, onReporter: (r) => (reporter = r) });
 } catch (error) {
   logger.fatal({ error: (error as Error).message }, 'could not start');
-  process.exit(error instanceof UplinkUnavailableError ? 2 : 1);
+  process.exit(1);
 }
 
 let signals = 0;

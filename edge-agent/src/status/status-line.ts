@@ -44,6 +44,18 @@ export function formatLinks(stats: PipelineStats, nowUs: number): string {
     .join(' ');
 }
 
+/** `streaming`, `connecting`, `cloud away, retry in 4s`, `no uplink`. */
+export function formatUplinkState(uplink: UplinkStatus): string {
+  switch (uplink.state) {
+    case 'off':
+      return 'no uplink';
+    case 'backing-off':
+      return uplink.retryInSeconds === undefined ? 'cloud away' : `cloud away, retry in ${formatDuration(Math.ceil(uplink.retryInSeconds))}`;
+    default:
+      return uplink.state;
+  }
+}
+
 /** The terminal line, cut to `width` columns so that \r can redraw it in place. */
 export function formatStatusLine(snap: StatusSnapshot, width: number): string {
   const { stats } = snap;
@@ -60,11 +72,15 @@ export function formatStatusLine(snap: StatusSnapshot, width: number): string {
   }
   parts.push(`frames ${count.format(stats.framesIn)}`);
   parts.push(`spooled ${count.format(stats.spooled)}`);
+  if (snap.uplink.sent !== undefined) parts.push(`sent ${count.format(snap.uplink.sent)}`);
   parts.push(`acked ${count.format(stats.acknowledged)}`);
-  parts.push(`lag ${count.format(stats.unacknowledged)}${snap.uplink.state === 'off' ? ' (no uplink)' : ` (${snap.uplink.state})`}`);
+  parts.push(`lag ${count.format(stats.unacknowledged)} (${formatUplinkState(snap.uplink)})`);
   parts.push(`link ${formatLinks(stats, snap.nowUs)}`);
   if (stats.junkBytes > 0) parts.push(`junk ${formatBytes(stats.junkBytes)}`);
   if (stats.notSpooled > 0) parts.push(`NOT SPOOLED ${count.format(stats.notSpooled)}`);
+  if ((snap.uplink.pendingEvents ?? 0) > 0) parts.push(`events to annotate ${snap.uplink.pendingEvents}`);
+  // Last, so a narrow terminal cuts the error text rather than the figures.
+  if (snap.uplink.state === 'backing-off' && snap.uplink.detail) parts.push(`cloud: ${snap.uplink.detail}`);
   const line = parts.join(' | ');
   return line.length <= width ? line : `${line.slice(0, Math.max(0, width - 1))}…`;
 }
@@ -88,6 +104,9 @@ export function statusRecord(snap: StatusSnapshot): Record<string, unknown> {
     durableSeq: String(stats.durableSeq),
     ackedSeq: String(stats.ackedSeq),
     uplink: snap.uplink.state,
+    ...(snap.uplink.detail === undefined ? {} : { uplinkDetail: snap.uplink.detail }),
+    ...(snap.uplink.sent === undefined ? {} : { uplinkSent: snap.uplink.sent, uplinkConfirmed: snap.uplink.confirmed, uplinkDuplicates: snap.uplink.duplicates }),
+    ...(snap.uplink.pendingEvents === undefined ? {} : { pendingLinkEvents: snap.uplink.pendingEvents }),
     linkEvents: stats.linkEvents,
     systems: stats.systems.map((s) => ({ sysid: s.sysid, frames: s.frames, link: s.link })),
   };

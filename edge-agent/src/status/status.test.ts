@@ -80,6 +80,24 @@ describe('status line', () => {
     expect(progressBar(3, 4)).toBe('[####]');
   });
 
+  it('says when the cloud is away, when the next attempt is and why, and how many link events wait', () => {
+    const line = formatStatusLine(
+      snap({ uplink: { state: 'backing-off', retryInSeconds: 3.2, detail: 'unreachable: fetch failed: connect ECONNREFUSED', pendingEvents: 1 } }),
+      300,
+    );
+    expect(line).toContain('lag 345 (cloud away, retry in 4s) | link 1:up');
+    expect(formatStatusLine(snap({ uplink: { state: 'streaming', sent: 12_300 } }), 300)).toContain('spooled 12,345 | sent 12,300 | acked 12,000 | lag 345 (streaming)');
+    expect(line).toContain('events to annotate 1');
+    expect(line.endsWith('cloud: unreachable: fetch failed: connect ECONNREFUSED')).toBe(true);
+    // Cut on a narrow terminal: the error goes first, the figures stay.
+    expect(formatStatusLine(snap({ uplink: { state: 'backing-off', detail: 'x'.repeat(200) } }), 120)).toContain('lag 345 (cloud away)');
+  });
+
+  it('puts the uplink figures in the JSON record', () => {
+    const uplink = { state: 'streaming' as const, sent: 500, confirmed: 480, duplicates: 20, pendingEvents: 0 };
+    expect(statusRecord(snap({ uplink }))).toMatchObject({ uplink: 'streaming', uplinkSent: 500, uplinkConfirmed: 480, uplinkDuplicates: 20, pendingLinkEvents: 0 });
+  });
+
   it('gives the JSON record the same figures, seqs as strings', () => {
     expect(statusRecord(snap())).toMatchObject({ framesIn: 12_345, spooled: 12_345, acknowledged: 12_000, unacknowledged: 345, durableSeq: '12345', uplink: 'streaming' });
   });

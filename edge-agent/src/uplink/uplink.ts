@@ -1,6 +1,7 @@
 // The seam between the vehicle side (sources → pipeline → spool) and the cloud side (gRPC StreamSubmit
-// with mavlink-raw-v1, annotations for link events). The vehicle side is complete without it: with no
-// --cloud the agent spools, and whatever it spooled is sent by a later run that has an uplink.
+// with mavlink-raw-v1, annotations for link events: grpc-uplink.ts). The vehicle side is complete
+// without it: with no --cloud the agent spools, and whatever it spooled is sent by a later run that
+// has an uplink.
 //
 // What an uplink gets, and how it must use it:
 //
@@ -33,6 +34,8 @@ import type { Logger } from 'pino';
 import type { CloudConfig } from '../config.ts';
 import type { LinkEventQueue } from '../link/link-event-queue.ts';
 import type { Spool } from '../spool/spool.ts';
+import { GrpcUplink } from './grpc-uplink.ts';
+import type { GrpcUplinkOptions } from './grpc-uplink.ts';
 
 export interface SystemIds {
   list(): number[];
@@ -53,6 +56,16 @@ export interface UplinkStatus {
   readonly state: UplinkState;
   /** Shown to the operator, e.g. the last error while backing off. */
   readonly detail?: string;
+  /** Frames handed to the cloud by this process (a frame sent again after a failure counts again). */
+  readonly sent?: number;
+  /** Frames the cloud confirmed to this process. */
+  readonly confirmed?: number;
+  /** Confirmed frames the cloud already held (redelivered after a reconnect or a restart). */
+  readonly duplicates?: number;
+  /** While backing off: seconds until the next attempt. */
+  readonly retryInSeconds?: number;
+  /** Link events not yet annotated in the cloud. */
+  readonly pendingEvents?: number;
 }
 
 export interface Uplink {
@@ -78,18 +91,8 @@ export function spoolOnlyUplink(): Uplink {
   };
 }
 
-export class UplinkUnavailableError extends Error {
-  override readonly name = 'UplinkUnavailableError';
-}
-
-/**
- * The uplink for the configuration. The gRPC uplink is not built yet: asking for a cloud fails loudly
- * rather than letting an operator believe frames are reaching it.
- */
-export function createUplink(cloud: CloudConfig | null): Uplink {
+/** The uplink for the configuration: spool only without a cloud, else the gRPC uplink. */
+export function createUplink(cloud: CloudConfig | null, options?: GrpcUplinkOptions): Uplink {
   if (!cloud) return spoolOnlyUplink();
-  throw new UplinkUnavailableError(
-    `the cloud uplink is not implemented yet, so --cloud ${cloud.url} cannot be honoured; ` +
-      'run without --cloud (or with --no-cloud) to spool now and send later',
-  );
+  return new GrpcUplink(cloud, options);
 }
