@@ -7,10 +7,23 @@ import type { QueuedJob } from './queue.ts';
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-/** Record that the queue holds these jobs, so the relay leaves them alone. */
+/**
+ * Record that the queue holds these jobs, so the relay leaves them alone. Rows locked right now are
+ * skipped, not waited for: the lock is a worker's lease, which sets published_at itself. Waiting instead
+ * deadlocked with lease batches that lock the same rows in another order (Postgres broke the cycle after
+ * its 1 s deadlock_timeout, which showed as 1 s delivery stalls).
+ */
 export async function markPublished(db: Executor, jobIds: readonly string[], now: Date): Promise<void> {
   if (jobIds.length === 0) return;
-  await db.updateTable('delivery_jobs').set({ published_at: now }).where('id', 'in', jobIds).where('published_at', 'is', null).execute();
+  await sql`
+    update delivery_jobs set published_at = ${now}
+    where id in (
+      select id from delivery_jobs
+      where id = any(${[...jobIds]}::uuid[]) and published_at is null
+      order by id
+      for update skip locked
+    )
+  `.execute(db);
 }
 
 /**
@@ -86,7 +99,7 @@ export async function leaseAndLoadMany(
       select * from unnest(${input.items.map((i) => i.jobId)}::uuid[], ${input.items.map((i) => i.tokenHash)}::text[]) as t(job_id, token_hash)
     ),
     leased as (
-      update delivery_jobs j set leased_until = ${leaseUntil}
+      update delivery_jobs j set leased_until = ${leaseUntil}, published_at = coalesce(j.published_at, ${input.now})
       from input i
       where j.id = i.job_id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
       returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, i.token_hash
