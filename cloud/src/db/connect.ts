@@ -31,7 +31,7 @@ export async function openDatabase(options: {
   onPoolError?: (error: Error) => void;
 }): Promise<DatabaseHandle> {
   if (options.url) {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 20 });
     // Without a listener, node treats the pool's 'error' as fatal: one Postgres restart would kill the process.
     pool.on('error', (error) => options.onPoolError?.(error));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
