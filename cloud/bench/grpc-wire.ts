@@ -9,7 +9,7 @@ import { StreamSubmitResponseSchema, type StreamSubmitResponse } from '@sortie/c
  * a tenth of that. The encoding is checked against protobuf-es in the benchmark before it runs.
  */
 
-function varintLength(n: number): number {
+export function varintLength(n: number): number {
   let len = 1;
   while (n >= 0x80) {
     n = Math.floor(n / 128);
@@ -18,7 +18,7 @@ function varintLength(n: number): number {
   return len;
 }
 
-function writeVarint(buf: Buffer, pos: number, n: number): number {
+export function writeVarint(buf: Buffer, pos: number, n: number): number {
   while (n >= 0x80) {
     buf[pos++] = (n % 128) | 0x80;
     n = Math.floor(n / 128);
@@ -94,15 +94,18 @@ export function encodeBatchFrame(rows: BenchRows): Buffer {
   return buf;
 }
 
-/** A gRPC-framed StreamSubmitRequest{header}. */
-export function encodeHeaderFrame(experimentId: string, datasetId: string): Buffer {
-  const e = Buffer.from(experimentId);
-  const d = Buffer.from(datasetId);
-  const header = Buffer.concat([Buffer.from([0x0a, e.length]), e, Buffer.from([0x12, d.length]), d]);
-  const message = Buffer.concat([Buffer.from([0x0a, header.length]), header]);
-  const frame = Buffer.alloc(5);
-  frame.writeUInt32BE(message.length, 1);
-  return Buffer.concat([frame, message]);
+/** A message with the gRPC length prefix (uncompressed). */
+export function grpcFrame(message: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(message.length, 1);
+  return Buffer.concat([head, message]);
+}
+
+/** A gRPC-framed StreamSubmitRequest{header}; `format` is left out when empty (the wide format). */
+export function encodeHeaderFrame(experimentId: string, datasetId: string, format = ''): Buffer {
+  const field = (tag: number, s: string) => Buffer.concat([Buffer.from([tag, Buffer.byteLength(s)]), Buffer.from(s)]);
+  const header = Buffer.concat([field(0x0a, experimentId), field(0x12, datasetId), ...(format ? [field(0x1a, format)] : [])]);
+  return grpcFrame(Buffer.concat([Buffer.from([0x0a, header.length]), header]));
 }
 
 /** An open StreamSubmit call. */

@@ -19,7 +19,7 @@ import { binaryTimestamptzArray } from '../src/narrow/sql-timestamps.ts';
 import { binaryArrays } from '../src/telemetry/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, ownCpuMs, percentile, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
-import { openStreamSubmit } from './grpc-wire.ts';
+import { encodeHeaderFrame, openStreamSubmit, varintLength, writeVarint } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 25);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2);
@@ -29,36 +29,6 @@ const frames = fixtureFrames('arduplane-sitl-vtol.tlog');
 const REPLAY_SPAN_US = frames[frames.length - 1]!.receivedUs - frames[0]!.receivedUs + 1_000_000;
 
 // ---- Hand encoding of mavlink-raw-v1 messages (checked against protobuf-es below) --------------------
-
-function varintLength(n: number): number {
-  let len = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    len++;
-  }
-  return len;
-}
-
-function writeVarint(buf: Buffer, pos: number, n: number): number {
-  while (n >= 0x80) {
-    buf[pos++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  buf[pos++] = n;
-  return pos;
-}
-
-function grpcFrame(message: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(message.length, 1);
-  return Buffer.concat([head, message]);
-}
-
-function headerFrame(experimentId: string, datasetId: string): Buffer {
-  const field = (tag: number, s: string) => Buffer.concat([Buffer.from([tag, Buffer.byteLength(s)]), Buffer.from(s)]);
-  const header = Buffer.concat([field(0x0a, experimentId), field(0x12, datasetId), field(0x1a, 'mavlink-raw-v1')]);
-  return grpcFrame(Buffer.concat([Buffer.from([0x0a, header.length]), header]));
-}
 
 /** StreamSubmitRequest{batch} of frames [from, to) of the capture, replay `replay` (time and frame_seq moved on). */
 function batchFrame(from: number, to: number, replay: number): Buffer {
@@ -264,7 +234,7 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
   const results = await Promise.all(
     datasetIds.map(async (datasetId) => {
       const stream = openStreamSubmit(session, apiKey);
-      await stream.write(headerFrame(experimentId, datasetId));
+      await stream.write(encodeHeaderFrame(experimentId, datasetId, 'mavlink-raw-v1'));
       let sent = 0;
       let expectedRows = 0;
       let batches = 0;
