@@ -14,9 +14,9 @@
 // stream, and annotations go to another endpoint at another pace; a separate queue keeps the uplink's
 // two jobs independent.
 import { EventEmitter } from 'node:events';
-import { open, readFile, rename, truncate } from 'node:fs/promises';
+import { open, readFile, truncate } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { writeFileAtomically } from '../fs/write-file-atomically.ts';
 import type { LinkEvent } from './link-loss-detector.ts';
 
 export const LINK_EVENTS_FILE = 'link-events.jsonl';
@@ -149,21 +149,7 @@ function replay(text: string): { nextId: number; pending: QueuedLinkEvent[] } {
   return { nextId, pending: [...pending.values()].sort((a, b) => a.id - b.id) };
 }
 
-/** Replaces the file with its base line (temp file, fsync, rename, directory fsync). */
-async function rewrite(path: string, nextId: number): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(JSON.stringify({ v: FORMAT_VERSION, kind: 'base', nextId }) + '\n');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
-  const dir = await open(dirname(path), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+/** Replaces the file with its base line. */
+function rewrite(path: string, nextId: number): Promise<void> {
+  return writeFileAtomically(path, JSON.stringify({ v: FORMAT_VERSION, kind: 'base', nextId }) + '\n');
 }

@@ -12,8 +12,9 @@
 //      the replay really got.
 // Only records after the checkpoint's seq are read, so a resume costs a couple of seconds of frames.
 import { createHash } from 'node:crypto';
-import { open, readFile, rename } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomically } from '../fs/write-file-atomically.ts';
 import { decodeAgentRecord } from '../record/agent-record.ts';
 import type { Spool } from '../spool/spool.ts';
 
@@ -98,27 +99,9 @@ export class ReplayCheckpointStore {
   set(fingerprint: string, checkpoint: Omit<ReplayCheckpoint, 'updatedAt'>): Promise<void> {
     this.#entries[fingerprint] = { ...checkpoint, updatedAt: new Date().toISOString() };
     const body = JSON.stringify({ format: FORMAT, version: VERSION, files: this.#entries }, null, 1) + '\n';
-    const write = this.#writing.then(() => writeAtomically(this.#dir, REPLAY_CHECKPOINTS_FILE, body));
+    const write = this.#writing.then(() => writeFileAtomically(join(this.#dir, REPLAY_CHECKPOINTS_FILE), body));
     this.#writing = write.catch(() => {});
     return write;
-  }
-}
-
-async function writeAtomically(dir: string, name: string, body: string): Promise<void> {
-  const tmp = join(dir, `.${name}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(body);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, name));
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
   }
 }
 

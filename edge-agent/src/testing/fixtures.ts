@@ -1,17 +1,9 @@
-// Where the shared real MAVLink captures are, resolved as contracts/src/mavlink/mavlink.fixture.ts
-// does: beside the repository (`../shared/fixtures/mavlink`), or SORTIE_MAVLINK_FIXTURES.
-import { existsSync, readFileSync } from 'node:fs';
+// The shared real MAVLink captures and test helpers, from contracts' fixture module (one place resolves
+// where the captures are: beside the repository, or SORTIE_MAVLINK_FIXTURES).
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { FIXTURE_DIR } from '../../../contracts/src/mavlink/mavlink.fixture.ts';
 
-export const FIXTURE_DIR = resolveFixtureDir();
-
-function resolveFixtureDir(): string {
-  const fromEnv = process.env['SORTIE_MAVLINK_FIXTURES'];
-  if (fromEnv) return fromEnv;
-  const besideRepo = fileURLToPath(new URL('../../../../shared/fixtures/mavlink', import.meta.url));
-  return existsSync(besideRepo) ? besideRepo : '/work/shared/fixtures/mavlink';
-}
+export { FIXTURE_DIR, prng, readFixture } from '../../../contracts/src/mavlink/mavlink.fixture.ts';
 
 export const FIXTURES = {
   tlog: 'arduplane-sitl-vtol.tlog',
@@ -21,20 +13,4 @@ export const FIXTURES = {
 
 export function fixturePath(name: string): string {
   return join(FIXTURE_DIR, name);
-}
-
-export function readFixture(name: string): Uint8Array {
-  return new Uint8Array(readFileSync(fixturePath(name)));
-}
-
-/** Deterministic PRNG (mulberry32) so randomised tests fail reproducibly. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -4,8 +4,9 @@
 // once, even while the HTTP API is unreachable and gRPC is not. Entries are keyed by cloud URL,
 // experiment and dataset name, so pointing the same spool at another cloud or experiment registers
 // afresh.
-import { open, readFile, rename } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomically } from '../fs/write-file-atomically.ts';
 import type { CloudApi } from './cloud-api.ts';
 
 export const DATASETS_FILE = 'uplink-datasets.json';
@@ -102,26 +103,9 @@ export class DatasetRegistry {
   /** Temp file, fsync, rename, directory fsync; one write at a time. */
   #persist(): Promise<void> {
     const snapshot: CacheFile = { format: FORMAT, version: VERSION, datasets: { ...this.#cache } };
-    const write = this.#writes.then(() => writeAtomically(this.#path, JSON.stringify(snapshot, null, 1) + '\n'));
+    const write = this.#writes.then(() => writeFileAtomically(this.#path, JSON.stringify(snapshot, null, 1) + '\n'));
     this.#writes = write.catch(() => {});
     return write;
   }
 }
 
-async function writeAtomically(path: string, text: string): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
-  const dir = await open(dirname(path), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
-}
