@@ -41,7 +41,7 @@ export function numberArrayLiteral(values: ArrayLike<number>): string {
   return `{${Array.prototype.join.call(values, ',')}}`;
 }
 
-const OID = { int4: 23, int8: 20, float8: 701 } as const;
+const OID = { int4: 23, int8: 20, float8: 701, timestamptz: 1184 } as const;
 
 /** PostgreSQL binary array: ndim, has-nulls flag, element type, then (size, lower bound) per dimension. */
 function binaryArray(oid: number, length: number, nulls: number, elementBytes: number): { buf: Buffer; pos: number } {
@@ -52,6 +52,32 @@ function binaryArray(oid: number, length: number, nulls: number, elementBytes: n
   buf.writeInt32BE(length, 12);
   buf.writeInt32BE(1, 16);
   return { buf, pos: 20 };
+}
+
+/**
+ * A binary array of 8-byte integers (int8, or timestamptz whose binary form is int8 µs), each element
+ * `values[i] - offset`. Two 32-bit halves: exact for every safe integer, negative ones included, without
+ * BigInt.
+ */
+function binaryInt8Elements(oid: number, values: ArrayLike<number>, offset: number): Buffer {
+  let { buf, pos } = binaryArray(oid, values.length, 0, 8);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]! - offset;
+    const hi = Math.floor(v / 4294967296);
+    buf.writeInt32BE(8, pos);
+    buf.writeInt32BE(hi, pos + 4);
+    buf.writeUInt32BE(v - hi * 4294967296, pos + 8);
+    pos += 12;
+  }
+  return buf;
+}
+
+/** µs from the Unix epoch to PostgreSQL's epoch (2000-01-01), the origin of binary timestamps. */
+const PG_EPOCH_US = 946_684_800_000_000;
+
+/** PostgreSQL's binary timestamptz[] of µs since the Unix epoch (node-postgres sends a Buffer as binary). */
+export function binaryTimestamptzArray(us: ArrayLike<number>): Buffer {
+  return binaryInt8Elements(OID.timestamptz, us, PG_EPOCH_US);
 }
 
 function countHoles(present: ArrayLike<number> | undefined, length: number): number {
@@ -100,19 +126,7 @@ export const binaryArrays: ArrayEncoder = {
     }
     return buf;
   },
-  int8: (values) => {
-    let { buf, pos } = binaryArray(OID.int8, values.length, 0, 8);
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i]!;
-      // Two 32-bit halves: exact for every safe integer, negative ones included, without BigInt.
-      const hi = Math.floor(v / 4294967296);
-      buf.writeInt32BE(8, pos);
-      buf.writeInt32BE(hi, pos + 4);
-      buf.writeUInt32BE(v - hi * 4294967296, pos + 8);
-      pos += 12;
-    }
-    return buf;
-  },
+  int8: (values) => binaryInt8Elements(OID.int8, values, 0),
   int4: (values) => {
     let { buf, pos } = binaryArray(OID.int4, values.length, 0, 4);
     for (let i = 0; i < values.length; i++) {
