@@ -34,6 +34,16 @@ export interface TelemetrySink {
   counts(): SinkCounts;
 }
 
+/** The counts as the Submit / StreamSubmit responses carry them (uint64 fields). */
+export function countsResponse(counts: SinkCounts) {
+  return {
+    accepted: BigInt(counts.accepted),
+    written: BigInt(counts.written),
+    ignored: BigInt(counts.ignored),
+    ignoredChannelIds: counts.ignoredChannelIds,
+  };
+}
+
 export type SinkFactory = (ctx: AppContext, dataset: DatasetRow) => Promise<TelemetrySink>;
 
 /** Stream formats of StreamSessionHeader.format; "" is the wide format (points addressed by ch_N). */

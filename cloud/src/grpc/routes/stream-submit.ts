@@ -2,7 +2,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { StreamSubmitResponseSchema } from '@sortie/contracts';
 import { ApiError } from '../../http/api-error.ts';
-import { openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
+import { countsResponse, openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../context.ts';
 import type { AnyStreamSubmitRequest } from '../lazy-schema.ts';
 import { runRpc, uuidField } from '../handler.ts';
@@ -107,14 +107,7 @@ export function streamSubmitHandler({ ctx, keys }: GrpcDeps) {
         if (!sink) throw new ApiError('invalid_request', 'the stream ended without a StreamSessionHeader');
         await flush();
         const counts = sink.counts();
-        return {
-          accepted: BigInt(counts.accepted),
-          written: BigInt(counts.written),
-          ignored: BigInt(counts.ignored),
-          ignoredChannelIds: counts.ignoredChannelIds,
-          messages: BigInt(messages),
-          duplicates: BigInt(counts.duplicates),
-        };
+        return { ...countsResponse(counts), messages: BigInt(messages), duplicates: BigInt(counts.duplicates) };
       },
       (r) => ({ datasetId, messages, accepted: Number(r.accepted), written: Number(r.written), ignored: Number(r.ignored), duplicates: Number(r.duplicates) }),
     );

@@ -1,7 +1,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SubmitResponseSchema, TelemetryPoint } from '@sortie/contracts';
-import { openSink } from '../../telemetry/sinks.ts';
+import { countsResponse, openSink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../context.ts';
 import type { AnySubmitRequest } from '../lazy-schema.ts';
 import { runRpc, uuidField } from '../handler.ts';
@@ -24,13 +24,7 @@ export function submitHandler({ ctx }: GrpcDeps) {
         const source = points.length > 0 && points[0] instanceof Uint8Array ? { encodedPoints: points as Uint8Array[] } : { points: points as TelemetryPoint[] };
         await sink.stage(source, (i) => `points[${i}]`);
         await sink.flush();
-        const counts = sink.counts();
-        return {
-          accepted: BigInt(counts.accepted),
-          written: BigInt(counts.written),
-          ignored: BigInt(counts.ignored),
-          ignoredChannelIds: counts.ignoredChannelIds,
-        };
+        return countsResponse(sink.counts());
       },
       (r) => ({ datasetId: request.datasetId, accepted: Number(r.accepted), written: Number(r.written), ignored: Number(r.ignored) }),
     );
