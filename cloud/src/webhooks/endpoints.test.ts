@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookEndpointRow } from '../db/schema.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
-import { getEndpointForDelivery, isDeliverable, listEnabledEndpoints, liveSecrets } from './endpoints.ts';
+import { isDeliverable, listEnabledEndpoints, liveSecrets } from './endpoints.ts';
 import { openSecret } from './secret-box.ts';
 import type { Resolver } from './url-guard.ts';
 import { expectEnvelope } from '../testing/expect-envelope.ts';
@@ -60,7 +60,7 @@ async function rotate(id: string, overlapSeconds: unknown, key = org.key) {
 }
 
 async function row(id: string): Promise<WebhookEndpointRow> {
-  const found = await getEndpointForDelivery(t.service.ctx.db, id);
+  const found = await t.service.ctx.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
   if (!found) throw new Error(`no row ${id}`);
   return found;
 }

@@ -126,14 +126,6 @@ export function listEnabledEndpoints(db: Executor, organizationId: string): Prom
     .execute();
 }
 
-/**
- * The row as it is now, whatever its state (deleted and disabled rows included), so the delivery engine
- * can decide to stop: check `isDeliverable` before every attempt. Undefined if no such id.
- */
-export function getEndpointForDelivery(db: Executor, id: string): Promise<WebhookEndpointRow | undefined> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 /** Neither deleted nor disabled. */
 export function isDeliverable(row: WebhookEndpointRow): boolean {
   return row.deleted_at === null && row.disabled_at === null;
