@@ -4,6 +4,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
+import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
@@ -56,7 +57,12 @@ export class SortieService {
     try {
       const applied = await migrateToLatest(database.db);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-      database.timescale = await detectTimescale(database);
+      database.timescale = await detectTimescale(database, (version) =>
+        logger.warn({ version, minimum: TIMESCALE_MIN_VERSION }, 'TimescaleDB too old for hypertables; using plain tables'),
+      );
+      // Wide tables written before TimescaleDB was present become hypertables (decision 0007).
+      const converted = database.timescale ? await applyTimescaleLayout(database.db) : [];
+      if (converted.length > 0) logger.info({ tables: converted }, 'wide tables moved to hypertables with compression');
     } catch (error) {
       await database.close();
       throw error;

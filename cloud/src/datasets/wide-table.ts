@@ -1,5 +1,6 @@
 import type { DataType } from '@sortie/contracts';
 import { sql } from 'kysely';
+import { makeWideHypertable } from '../db/timescale.ts';
 import type { Executor } from './queries.ts';
 
 /**
@@ -36,9 +37,8 @@ export function columnName(index: number): string {
 
 export async function createWideTable(db: Executor, table: string, timescale: boolean): Promise<void> {
   await sql`create table if not exists ${sql.table(table)} (time timestamptz not null primary key)`.execute(db);
-  if (timescale) {
-    await sql`select create_hypertable(${table}::regclass, by_range('time'), if_not_exists => true)`.execute(db);
-  }
+  // With TimescaleDB: hypertable, compression and its policy (db/timescale.ts, decision 0007).
+  if (timescale) await makeWideHypertable(db, table);
 }
 
 export async function addWideColumns(db: Executor, table: string, columns: Array<{ name: string; type: string }>): Promise<void> {

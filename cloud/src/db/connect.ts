@@ -6,6 +6,7 @@ import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { migrationProvider } from './migrations/index.ts';
 import type { Database } from './schema.ts';
+import { CREATE_EXTENSION_SQL, timescaleVersionSupported } from './timescale.ts';
 
 // int8 (counts, sums) arrives as text by default; our counts fit in a double comfortably.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -65,12 +66,20 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 
 /**
  * TimescaleDB is used when present (compose runs it) and never required (dev and CI run plain Postgres).
- * We create the extension only when the server offers it.
+ * We create the extension only when the server offers it in a version we support (db/timescale.ts);
+ * an older one is reported through `onUnsupported` and the database is used as plain PostgreSQL.
  */
-export async function detectTimescale(handle: DatabaseHandle): Promise<boolean> {
+export async function detectTimescale(handle: DatabaseHandle, onUnsupported?: (version: string) => void): Promise<boolean> {
   if (handle.kind !== 'postgres') return false;
-  const offered = await sql<{ n: number }>`select count(*)::int as n from pg_available_extensions where name = 'timescaledb'`.execute(handle.db);
-  if ((offered.rows[0]?.n ?? 0) === 0) return false;
-  await sql`create extension if not exists timescaledb`.execute(handle.db);
+  const offered = await sql<{ version: string }>`
+    select coalesce(installed_version, default_version) as version from pg_available_extensions where name = 'timescaledb'
+  `.execute(handle.db);
+  const version = offered.rows[0]?.version;
+  if (version === undefined) return false;
+  if (!timescaleVersionSupported(version)) {
+    onUnsupported?.(version);
+    return false;
+  }
+  await sql.raw(CREATE_EXTENSION_SQL).execute(handle.db);
   return true;
 }
