@@ -92,7 +92,8 @@ export function wideHypertableSql(table: string): string {
  * Columnar compression for old chunks. No segmentby: the table holds a single dataset and its
  * columns are channels, so there is no id to segment by (set explicitly, so TimescaleDB does not
  * guess one). Ordered by time ascending, the order Query and the writer read in; each compressed
- * batch keeps its time range, so range reads skip the others.
+ * batch keeps its time range, so range reads skip the others. TimescaleDB requires a unique
+ * constraint's columns among the segmentby/orderby columns: the primary key is (time), so it holds.
  */
 export function wideCompressionSql(table: string): string {
   return (
