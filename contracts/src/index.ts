@@ -5,3 +5,4 @@ export * from './gen/index.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';
 export * from './mavlink/index.ts';
+export * from './openapi/index.ts';

@@ -14,6 +14,7 @@ import { templatesRoutes } from '../templates/routes.ts';
 import { webhooksRoutes } from '../webhooks/routes.ts';
 import { ApiError } from './api-error.ts';
 import type { AppEnv } from './app-env.ts';
+import { docsRoutes } from './docs-routes.ts';
 import { renderError } from './render-error.ts';
 import { requestId } from './request-id.ts';
 
@@ -48,6 +49,7 @@ export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): H
   app.route('/api', webhooksRoutes(ctx));
   app.route('/api', deliveriesRoutes(ctx));
   app.route('/api', notificationsRoutes(ctx));
+  app.route('/', docsRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((error, c) => {

@@ -1,0 +1,249 @@
+import { z } from 'zod';
+import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
+import { API_ROUTES, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ApiRoute } from './routes.ts';
+
+/** A JSON Schema (2020-12) object as it appears in the document. */
+export type JsonSchema = { [keyword: string]: unknown };
+
+export interface OpenApiParameter {
+  name: string;
+  in: 'query' | 'header';
+  required?: boolean;
+  description?: string;
+  schema: JsonSchema;
+}
+
+export interface OpenApiResponse {
+  description: string;
+  headers?: Record<string, { $ref: string }>;
+  content?: { 'application/json': { schema: JsonSchema } };
+}
+
+export interface OpenApiOperation {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security: Record<string, string[]>[];
+  parameters: (OpenApiParameter | { $ref: string })[];
+  requestBody?: { required: true; content: { 'application/json': { schema: { $ref: string } } } };
+  responses: Record<string, OpenApiResponse | { $ref: string }>;
+  /** The API key scope, or `ack-token`: the same fact as `security`, easier for people and tools to read. */
+  'x-sortie-auth': string;
+}
+
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  jsonSchemaDialect: string;
+  servers: { url: string }[];
+  tags: { name: string }[];
+  paths: Record<string, Partial<Record<ApiRoute['method'], OpenApiOperation>>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, OpenApiResponse>;
+    parameters: Record<string, OpenApiParameter>;
+    headers: Record<string, { description: string; schema: JsonSchema }>;
+    securitySchemes: Record<string, JsonSchema>;
+  };
+}
+
+export interface OpenApiOptions {
+  /** Base URL of the service, e.g. SORTIE_PUBLIC_URL. Omitted: no `servers` (clients use the document's origin). */
+  serverUrl?: string;
+  version?: string;
+}
+
+const SCHEMA_REF = '#/components/schemas/';
+const API_KEY_SCHEME = 'apiKey';
+const ACK_TOKEN_SCHEME = 'ackToken';
+
+/** Convert one set of named zod schemas; shared members that are also named become `$ref`s. */
+function convertNamed(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(schemas)) {
+    if (registry.has(schema)) throw new Error(`schema ${id} is already named ${registry.get(schema)?.id}`);
+    registry.add(schema, { id });
+  }
+  const { schemas: converted } = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    // z.unknown() and friends are fine as {}; anything truly unrepresentable should fail the build loudly.
+    unrepresentable: 'throw',
+    uri: (id) => SCHEMA_REF + id,
+  }) as { schemas: Record<string, JsonSchema> };
+  const out: Record<string, JsonSchema> = {};
+  for (const [id, schema] of Object.entries(converted)) {
+    // Components are subschemas of the document: a fragment `$id` is invalid there and `$schema` is the document's dialect.
+    const { $schema: _schema, $id: _id, ...rest } = schema;
+    out[id] = rest;
+  }
+  return out;
+}
+
+/** A query object's fields as OpenAPI query parameters. */
+function queryParameters(query: z.ZodObject): OpenApiParameter[] {
+  const { properties = {}, required = [] } = z.toJSONSchema(query, { target: 'draft-2020-12', io: 'input' }) as {
+    properties?: Record<string, JsonSchema>;
+    required?: string[];
+  };
+  return Object.entries(properties).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    schema,
+  }));
+}
+
+const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
+  invalid_request: 'the body or query is invalid; `details[].field` names each offending field',
+  unauthorized: 'missing, malformed, unknown, revoked or expired API key',
+  insufficient_scope: 'the API key lacks the required scope',
+  forbidden: 'not allowed for this principal',
+  not_found: "no such resource in the caller's organization",
+  conflict: "the resource's state does not allow this (see the message)",
+  payload_too_large: 'the body exceeds SORTIE_HTTP_BODY_LIMIT',
+  rate_limited: 'too many attempts; wait for Retry-After seconds',
+  internal_error: 'an unexpected fault; quote the request id when reporting it',
+};
+
+/** Codes every route of a kind can answer, on top of those the table names. */
+function errorCodes(route: ApiRoute): ErrorCode[] {
+  const codes = new Set<ErrorCode>();
+  if (route.auth !== 'ack-token') {
+    codes.add('unauthorized');
+    codes.add('insufficient_scope');
+  }
+  if (route.body || route.query) codes.add('invalid_request');
+  if (route.body) codes.add('payload_too_large');
+  for (const code of route.errors) codes.add(code);
+  codes.add('internal_error');
+  return [...codes];
+}
+
+function errorResponses(codes: ErrorCode[]): Record<string, OpenApiResponse | { $ref: string }> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
+  const out: Record<string, OpenApiResponse | { $ref: string }> = {};
+  for (const [status, sharing] of [...byStatus].sort(([a], [b]) => a - b)) {
+    out[String(status)] =
+      sharing.length === 1
+        ? { $ref: `#/components/responses/${sharing[0]}` }
+        : {
+            description: sharing.map((code) => `\`${code}\`: ${ERROR_DESCRIPTIONS[code]}`).join('; '),
+            headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+            content: { 'application/json': { schema: { $ref: SCHEMA_REF + 'ErrorEnvelope' } } },
+          };
+  }
+  return out;
+}
+
+function operation(route: ApiRoute): OpenApiOperation {
+  const responses: OpenApiOperation['responses'] = {};
+  for (const success of route.success) {
+    responses[String(success.status)] = {
+      description: success.description,
+      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+      content: { 'application/json': { schema: { $ref: SCHEMA_REF + success.schema } } },
+    };
+  }
+  Object.assign(responses, errorResponses(errorCodes(route)));
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description && { description: route.description }),
+    tags: [route.tag],
+    // OpenAPI 3.1 lets a non-OAuth requirement list roles: the scope the key must hold.
+    security: route.auth === 'ack-token' ? [{ [ACK_TOKEN_SCHEME]: [] }] : [{ [API_KEY_SCHEME]: [route.auth] }],
+    parameters: [...(route.query ? queryParameters(route.query) : []), { $ref: '#/components/parameters/X-Request-Id' }],
+    ...(route.body && {
+      requestBody: { required: true as const, content: { 'application/json': { schema: { $ref: SCHEMA_REF + route.body } } } },
+    }),
+    responses,
+    'x-sortie-auth': route.auth,
+  };
+}
+
+function buildComponents(): OpenApiDocument['components'] {
+  const requests = convertNamed(REQUEST_SCHEMAS, 'input');
+  const responses = convertNamed(RESPONSE_SCHEMAS, 'output');
+  for (const name of Object.keys(requests)) {
+    if (name in responses) throw new Error(`schema name ${name} is used by a request and a response`);
+  }
+  const errorResponses: Record<string, OpenApiResponse> = {};
+  for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
+    errorResponses[code] = {
+      description: `\`${code}\` (${ERROR_STATUS[code]}): ${ERROR_DESCRIPTIONS[code]}`,
+      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+      content: { 'application/json': { schema: { $ref: SCHEMA_REF + 'ErrorEnvelope' } } },
+    };
+  }
+  return {
+    schemas: { ...requests, ...responses },
+    responses: errorResponses,
+    parameters: {
+      'X-Request-Id': {
+        name: 'X-Request-Id',
+        in: 'header',
+        required: false,
+        description: 'Echoed on the response and used in logs when it is 1 to 128 of A-Z a-z 0-9 . _ : -; otherwise one is generated.',
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._:\\-]{1,128}$' },
+      },
+    },
+    headers: {
+      'X-Request-Id': {
+        description: "The request's id (the caller's when acceptable, else generated); also in every error body as request_id.",
+        schema: { type: 'string' },
+      },
+    },
+    securitySchemes: {
+      [API_KEY_SCHEME]: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description: 'An `sk_` API key (admin CLI `create-key`). Each operation lists the scope it needs.',
+      },
+      [ACK_TOKEN_SCHEME]: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'cak_…',
+        description: 'The single-use ack token of a `command.dispatched` delivery (`ack.token`).',
+      },
+    },
+  };
+}
+
+// zod's conversion is the expensive part and depends on nothing but the contracts: do it once.
+let cached: Omit<OpenApiDocument, 'servers'> | undefined;
+
+function buildBase(version: string): Omit<OpenApiDocument, 'servers'> {
+  const paths: OpenApiDocument['paths'] = {};
+  const tags: string[] = [];
+  for (const route of API_ROUTES) {
+    (paths[route.path] ??= {})[route.method] = operation(route);
+    if (!tags.includes(route.tag)) tags.push(route.tag);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Sortie HTTP API',
+      version,
+      description:
+        'Generated from the zod schemas in @sortie/contracts. Every failure is `{"error":{"code","message","details","request_id"}}`; ' +
+        'every response carries X-Request-Id.',
+    },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+    tags: tags.map((name) => ({ name })),
+    paths,
+    components: buildComponents(),
+  };
+}
+
+/** The OpenAPI 3.1.0 document of every `/api/*` route. Callers must not mutate it (it is shared). */
+export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocument {
+  const version = options.version ?? '0.1.0';
+  if (!cached || cached.info.version !== version) cached = buildBase(version);
+  const { openapi, info, jsonSchemaDialect, ...rest } = cached;
+  // Key order as people expect to read it: openapi, info, servers, then the rest.
+  return { openapi, info, jsonSchemaDialect, servers: options.serverUrl ? [{ url: options.serverUrl }] : [], ...rest };
+}

@@ -1,0 +1,3 @@
+export * from './routes.ts';
+export * from './document.ts';
+export * from './sample.ts';

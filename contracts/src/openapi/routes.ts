@@ -1,0 +1,457 @@
+import { z } from 'zod';
+import { ErrorDetailSchema, ErrorEnvelopeSchema, type ErrorCode } from '../errors.ts';
+import { ArmingQuerySchema, ArmingRecordSchema, ArmRequestSchema, DisarmRequestSchema } from '../http/arming.ts';
+import {
+  ChannelDeclarationSchema,
+  ChannelSchema,
+  CreateChannelRequestSchema,
+  ListChannelsQuerySchema,
+  UpdateChannelRequestSchema,
+} from '../http/channels.ts';
+import {
+  AckRequestSchema,
+  AckResponseSchema,
+  CommandRecordSchema,
+  CreateCommandRequestSchema,
+  CreateCommandResponseSchema,
+  DispatchRequestSchema,
+  DispatchResponseSchema,
+  ListCommandsQuerySchema,
+  RetractCommandRequestSchema,
+} from '../http/commands.ts';
+import { DatasetSchema, RegisterStreamRequestSchema, RegisterStreamResponseSchema } from '../http/datasets.ts';
+import { CreateEventsRequestSchema, CreateEventsResponseSchema, EventSchema, ListEventsQuerySchema } from '../http/events.ts';
+import { CreateExperimentRequestSchema, ExperimentSchema, ListExperimentsResponseSchema } from '../http/experiments.ts';
+import { AppendRequestSchema, AppendResponseSchema } from '../http/telemetry.ts';
+import {
+  CommandTemplateSchema,
+  CreateCommandTemplateRequestSchema,
+  ListCommandTemplatesResponseSchema,
+  UpdateCommandTemplateRequestSchema,
+} from '../http/templates.ts';
+import {
+  CreateWebhookRequestSchema,
+  DeleteWebhookRequestSchema,
+  DeleteWebhookResponseSchema,
+  DeliveryAttemptSchema,
+  ListDeliveriesQuerySchema,
+  ListDeliveriesResponseSchema,
+  ListNotificationsResponseSchema,
+  ListWebhooksResponseSchema,
+  NotificationSchema,
+  RotateWebhookRequestSchema,
+  WebhookEndpointSchema,
+  WebhookEndpointWithSecretSchema,
+} from '../http/webhooks.ts';
+import type { Scope } from '../scopes.ts';
+
+/**
+ * Request bodies, named as they appear in `components.schemas`. Converted with zod's `io: 'input'`, so a
+ * field with a default is optional here, as it is for the caller.
+ */
+export const REQUEST_SCHEMAS = {
+  CreateExperimentRequest: CreateExperimentRequestSchema,
+  RegisterStreamRequest: RegisterStreamRequestSchema,
+  ChannelDeclaration: ChannelDeclarationSchema,
+  CreateChannelRequest: CreateChannelRequestSchema,
+  UpdateChannelRequest: UpdateChannelRequestSchema,
+  AppendRequest: AppendRequestSchema,
+  CreateEventsRequest: CreateEventsRequestSchema,
+  CreateCommandRequest: CreateCommandRequestSchema,
+  RetractCommandRequest: RetractCommandRequestSchema,
+  DispatchRequest: DispatchRequestSchema,
+  AckRequest: AckRequestSchema,
+  ArmRequest: ArmRequestSchema,
+  DisarmRequest: DisarmRequestSchema,
+  CreateCommandTemplateRequest: CreateCommandTemplateRequestSchema,
+  UpdateCommandTemplateRequest: UpdateCommandTemplateRequestSchema,
+  CreateWebhookRequest: CreateWebhookRequestSchema,
+  RotateWebhookRequest: RotateWebhookRequestSchema,
+  DeleteWebhookRequest: DeleteWebhookRequestSchema,
+} as const satisfies Record<string, z.ZodType>;
+export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;
+
+/** Response bodies (`io: 'output'`: what the service writes). Names must not repeat a request's. */
+export const RESPONSE_SCHEMAS = {
+  Experiment: ExperimentSchema,
+  ExperimentList: ListExperimentsResponseSchema,
+  Dataset: DatasetSchema,
+  RegisterStreamResponse: RegisterStreamResponseSchema,
+  Channel: ChannelSchema,
+  ChannelList: z.array(ChannelSchema),
+  AppendResponse: AppendResponseSchema,
+  Event: EventSchema,
+  EventList: z.array(EventSchema),
+  CreateEventsResponse: CreateEventsResponseSchema,
+  CommandRecord: CommandRecordSchema,
+  CommandList: z.array(CommandRecordSchema),
+  CreateCommandResponse: CreateCommandResponseSchema,
+  DispatchResponse: DispatchResponseSchema,
+  AckResponse: AckResponseSchema,
+  ArmingRecord: ArmingRecordSchema,
+  CommandTemplate: CommandTemplateSchema,
+  CommandTemplateList: ListCommandTemplatesResponseSchema,
+  WebhookEndpoint: WebhookEndpointSchema,
+  WebhookEndpointList: ListWebhooksResponseSchema,
+  WebhookEndpointWithSecret: WebhookEndpointWithSecretSchema,
+  DeleteWebhookResponse: DeleteWebhookResponseSchema,
+  DeliveryAttempt: DeliveryAttemptSchema,
+  DeliveryAttemptList: ListDeliveriesResponseSchema,
+  Notification: NotificationSchema,
+  NotificationList: ListNotificationsResponseSchema,
+  ErrorDetail: ErrorDetailSchema,
+  ErrorEnvelope: ErrorEnvelopeSchema,
+} as const satisfies Record<string, z.ZodType>;
+export type ResponseSchemaName = keyof typeof RESPONSE_SCHEMAS;
+
+export interface ApiSuccess {
+  status: 200 | 201;
+  schema: ResponseSchemaName;
+  description: string;
+}
+
+export interface ApiRoute {
+  method: 'get' | 'post';
+  path: `/api/${string}`;
+  operationId: string;
+  tag: string;
+  summary: string;
+  /** Prose for what the schema cannot say (cross-field rules, ordering, side effects). */
+  description?: string;
+  /** The `x-api-key` scope required, or `ack-token` for the per-command bearer token. */
+  auth: Scope | 'ack-token';
+  body?: RequestSchemaName;
+  query?: z.ZodObject;
+  success: ApiSuccess[];
+  /**
+   * Codes particular to this route. The builder adds the ones every route of its kind can answer:
+   * unauthorized and insufficient_scope behind an API key, invalid_request with a body or query,
+   * payload_too_large with a body, internal_error always.
+   */
+  errors: ErrorCode[];
+}
+
+/** Every `/api/*` route the service mounts; a test fails when the service and this table disagree. */
+export const API_ROUTES: readonly ApiRoute[] = [
+  // Experiments and datasets
+  {
+    method: 'get',
+    path: '/api/experiments/list',
+    operationId: 'listExperiments',
+    tag: 'Experiments and datasets',
+    summary: "The key's organization's experiments, newest first, each with its datasets",
+    auth: 'datasets:read',
+    success: [{ status: 200, schema: 'ExperimentList', description: 'the experiments' }],
+    errors: [],
+  },
+  {
+    method: 'post',
+    path: '/api/experiments/create',
+    operationId: 'createExperiment',
+    tag: 'Experiments and datasets',
+    summary: 'Create an experiment (addition to the spec)',
+    auth: 'datasets:write',
+    body: 'CreateExperimentRequest',
+    success: [{ status: 201, schema: 'Experiment', description: 'the new experiment' }],
+    errors: [],
+  },
+  {
+    method: 'post',
+    path: '/api/streams/register',
+    operationId: 'registerStream',
+    tag: 'Experiments and datasets',
+    summary: 'Register a dataset (idempotent on experimentId and datasetName)',
+    description:
+      'Wide datasets: every listed channel gets a physical column `ch_N`; re-registering with a longer list widens the table. ' +
+      'Narrow (MAVLink) datasets: `storageShape: "narrow"` with `codec`, `dialect` and `format` all set and no channels; ' +
+      'those three fields are refused on wide datasets. Channel names must be unique within the request.',
+    auth: 'datasets:write',
+    body: 'RegisterStreamRequest',
+    success: [
+      { status: 201, schema: 'RegisterStreamResponse', description: 'the dataset was created' },
+      { status: 200, schema: 'RegisterStreamResponse', description: 'the dataset already existed (widened if new channels were listed)' },
+    ],
+    errors: ['not_found', 'conflict'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/channels',
+    operationId: 'listChannels',
+    tag: 'Experiments and datasets',
+    summary: "A dataset's channels",
+    description: "With `experimentId`, a narrow dataset's signal list is first materialised from its data.",
+    auth: 'datasets:read',
+    query: ListChannelsQuerySchema,
+    success: [{ status: 200, schema: 'ChannelList', description: 'the channels' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/datasets/channels/create',
+    operationId: 'createChannel',
+    tag: 'Experiments and datasets',
+    summary: 'Declare a channel (metadata only; next free `ch_N`)',
+    description: 'The physical column appears when a registration lists the channel. Narrow datasets answer 409.',
+    auth: 'datasets:write',
+    body: 'CreateChannelRequest',
+    success: [{ status: 201, schema: 'Channel', description: 'the new channel' }],
+    errors: ['not_found', 'conflict'],
+  },
+  {
+    method: 'post',
+    path: '/api/datasets/channels/update',
+    operationId: 'updateChannel',
+    tag: 'Experiments and datasets',
+    summary: "Edit a channel's name, unit or dataType",
+    description: '`hypertableColName` cannot be edited (400). A new dataType relabels only; written data is not converted.',
+    auth: 'datasets:write',
+    body: 'UpdateChannelRequest',
+    success: [{ status: 200, schema: 'Channel', description: 'the updated channel' }],
+    errors: ['not_found', 'conflict'],
+  },
+  // Telemetry
+  {
+    method: 'post',
+    path: '/api/datasets/append',
+    operationId: 'appendRows',
+    tag: 'Telemetry',
+    summary: 'Append rows to a wide dataset',
+    description:
+      'Values are keyed by `ch_N` or channel name and must fit the column; rows sharing a timestamp merge. ' +
+      'A channel UUID as key succeeds and writes nothing (listed in `ignoredKeys`). Narrow datasets answer 409.',
+    auth: 'telemetry:write',
+    body: 'AppendRequest',
+    success: [{ status: 200, schema: 'AppendResponse', description: 'counts of what was written' }],
+    errors: ['not_found', 'conflict'],
+  },
+  {
+    method: 'post',
+    path: '/api/datasets/events',
+    operationId: 'createEvents',
+    tag: 'Telemetry',
+    summary: "Annotate a dataset's timeline",
+    auth: 'telemetry:write',
+    body: 'CreateEventsRequest',
+    success: [{ status: 201, schema: 'CreateEventsResponse', description: 'the stored events' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/events',
+    operationId: 'listEvents',
+    tag: 'Telemetry',
+    summary: "A dataset's annotations in time order (addition to the spec)",
+    description: 'Narrow datasets answer on the aligned time axis of their charts.',
+    auth: 'datasets:read',
+    query: ListEventsQuerySchema,
+    success: [{ status: 200, schema: 'EventList', description: 'the events' }],
+    errors: ['not_found'],
+  },
+  // Commands
+  {
+    method: 'post',
+    path: '/api/commands/create',
+    operationId: 'createCommand',
+    tag: 'Commands',
+    summary: 'Log a command on a dataset',
+    description:
+      'A repeated `clientToken` answers the existing command with `duplicate: true`. With `templateKey`, the template must ' +
+      'exist and its `argsSchema` validates `args` (failures name fields like `args.altitude`).',
+    auth: 'commands:write',
+    body: 'CreateCommandRequest',
+    success: [
+      { status: 201, schema: 'CreateCommandResponse', description: 'the command was logged' },
+      { status: 200, schema: 'CreateCommandResponse', description: 'the clientToken was seen before: the existing command' },
+    ],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/commands/list',
+    operationId: 'listCommands',
+    tag: 'Commands',
+    summary: "A dataset's commands by relTime, then issue time (retracted ones included)",
+    auth: 'commands:read',
+    query: ListCommandsQuerySchema,
+    success: [{ status: 200, schema: 'CommandList', description: 'the commands' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/commands/retract',
+    operationId: 'retractCommand',
+    tag: 'Commands',
+    summary: 'Retract a command (addition to the spec); it can no longer be dispatched',
+    auth: 'commands:write',
+    body: 'RetractCommandRequest',
+    success: [{ status: 200, schema: 'CommandRecord', description: 'the command with retractedAt set' }],
+    errors: ['not_found', 'conflict'],
+  },
+  {
+    method: 'post',
+    path: '/api/commands/dispatch',
+    operationId: 'dispatchCommand',
+    tag: 'Commands',
+    summary: "Queue a command for delivery to the organization's webhook endpoints",
+    description:
+      'Each of these fails with 409, in this order: command webhooks off for the deployment, the dataset not armed (or expired), ' +
+      'no enabled endpoint, the command no longer `logged` (of racing dispatches exactly one wins).',
+    auth: 'commands:write',
+    body: 'DispatchRequest',
+    success: [{ status: 200, schema: 'DispatchResponse', description: 'the command is queued' }],
+    errors: ['not_found', 'conflict'],
+  },
+  {
+    method: 'post',
+    path: '/api/commands/ack',
+    operationId: 'ackCommand',
+    tag: 'Commands',
+    summary: 'Acknowledge a delivered command with its single-use `cak_` token',
+    description:
+      'Send `Authorization: Bearer <ack.token>` from the delivery; no API key. Every token failure is 404. ' +
+      'More than 10 attempts per command in a minute answer 429 with Retry-After.',
+    auth: 'ack-token',
+    body: 'AckRequest',
+    success: [{ status: 200, schema: 'AckResponse', description: 'the acknowledgement (duplicate: true when repeated)' }],
+    errors: ['not_found', 'conflict', 'rate_limited'],
+  },
+  {
+    method: 'get',
+    path: '/api/commands/templates/list',
+    operationId: 'listCommandTemplates',
+    tag: 'Commands',
+    summary: "The organization's command templates, by key (addition to the spec)",
+    auth: 'commands:read',
+    success: [{ status: 200, schema: 'CommandTemplateList', description: 'the templates' }],
+    errors: [],
+  },
+  {
+    method: 'post',
+    path: '/api/commands/templates/create',
+    operationId: 'createCommandTemplate',
+    tag: 'Commands',
+    summary: 'Create a command template (addition to the spec)',
+    description: '`argsSchema` is a JSON Schema subset the server enforces exactly (see contracts/src/http/templates.ts). The key is unique (409).',
+    auth: 'commands:write',
+    body: 'CreateCommandTemplateRequest',
+    success: [{ status: 201, schema: 'CommandTemplate', description: 'the new template' }],
+    errors: ['conflict'],
+  },
+  {
+    method: 'post',
+    path: '/api/commands/templates/update',
+    operationId: 'updateCommandTemplate',
+    tag: 'Commands',
+    summary: 'Edit a command template by key (addition to the spec)',
+    description: 'Omitted fields keep their value; `argsSchema: null` removes the schema. Existing commands are not re-validated.',
+    auth: 'commands:write',
+    body: 'UpdateCommandTemplateRequest',
+    success: [{ status: 200, schema: 'CommandTemplate', description: 'the updated template' }],
+    errors: ['not_found'],
+  },
+  // Arming
+  {
+    method: 'post',
+    path: '/api/datasets/arm',
+    operationId: 'armDataset',
+    tag: 'Arming',
+    summary: 'Arm a dataset for dispatch until the arming expires',
+    auth: 'commands:write',
+    body: 'ArmRequest',
+    success: [{ status: 200, schema: 'ArmingRecord', description: 'the arming' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/datasets/disarm',
+    operationId: 'disarmDataset',
+    tag: 'Arming',
+    summary: 'Disarm a dataset',
+    auth: 'commands:write',
+    body: 'DisarmRequest',
+    success: [{ status: 200, schema: 'ArmingRecord', description: 'the arming, now disarmed' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/arming',
+    operationId: 'getArming',
+    tag: 'Arming',
+    summary: "A dataset's arming as of now (an expired arming reads `armed: false`)",
+    auth: 'commands:read',
+    query: ArmingQuerySchema,
+    success: [{ status: 200, schema: 'ArmingRecord', description: 'the arming' }],
+    errors: ['not_found'],
+  },
+  // Webhooks
+  {
+    method: 'post',
+    path: '/api/webhooks/create',
+    operationId: 'createWebhook',
+    tag: 'Webhooks',
+    summary: 'Register a webhook endpoint; its `whsec_` secret is shown only in this response',
+    description:
+      'The URL must be https, without credentials or fragment, on port 443 or ≥ 1024, and every address its host resolves to ' +
+      'must be public; a refusal is 400 naming the host and the address.',
+    auth: 'webhooks:write',
+    body: 'CreateWebhookRequest',
+    success: [{ status: 201, schema: 'WebhookEndpointWithSecret', description: 'the endpoint and its secret' }],
+    errors: [],
+  },
+  {
+    method: 'get',
+    path: '/api/webhooks/list',
+    operationId: 'listWebhooks',
+    tag: 'Webhooks',
+    summary: 'Endpoints without secrets, disabled ones included',
+    auth: 'webhooks:read',
+    success: [{ status: 200, schema: 'WebhookEndpointList', description: 'the endpoints' }],
+    errors: [],
+  },
+  {
+    method: 'post',
+    path: '/api/webhooks/rotate',
+    operationId: 'rotateWebhook',
+    tag: 'Webhooks',
+    summary: "Rotate an endpoint's secret; the new one is shown only in this response",
+    description: 'The current secret stays valid for `overlapSeconds` beside the new one (0: immediate cutover).',
+    auth: 'webhooks:write',
+    body: 'RotateWebhookRequest',
+    success: [{ status: 200, schema: 'WebhookEndpointWithSecret', description: 'the endpoint and its new secret' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/webhooks/delete',
+    operationId: 'deleteWebhook',
+    tag: 'Webhooks',
+    summary: 'Delete an endpoint (its delivery history is kept)',
+    auth: 'webhooks:write',
+    body: 'DeleteWebhookRequest',
+    success: [{ status: 200, schema: 'DeleteWebhookResponse', description: 'deleted' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/webhooks/deliveries',
+    operationId: 'listDeliveries',
+    tag: 'Webhooks',
+    summary: "A command's delivery attempts, newest first (deleted endpoints included)",
+    description: '`statusCode` 0 means no HTTP answer; `response` holds the first 2048 bytes; `deliveryId` is the X-Sortie-Delivery sent.',
+    auth: 'webhooks:read',
+    query: ListDeliveriesQuerySchema,
+    success: [{ status: 200, schema: 'DeliveryAttemptList', description: 'the attempts' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/notifications',
+    operationId: 'listNotifications',
+    tag: 'Webhooks',
+    summary: "The key's user's newest 200 notifications (addition to the spec)",
+    description: 'Owners are told here when an endpoint is auto-disabled.',
+    auth: 'webhooks:read',
+    success: [{ status: 200, schema: 'NotificationList', description: 'the notifications' }],
+    errors: [],
+  },
+];
