@@ -1,0 +1,65 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The tests `deno task test` runs under Deno (docs/deno.md): the same *.test.ts files `npm test` runs
+ * under Node, limited to those that need nothing outside the process. This list is the one place that
+ * says which.
+ *
+ * A test qualifies when it never starts the service (testing/test-service.ts, service-child.ts), opens a
+ * database (test-database.ts, PGlite), talks to NATS, opens a socket or spawns a Node child process. It
+ * may read fixture files committed in the repo and spawn `openssl` (the webhook signature cross-check).
+ * Everything else still runs under Node in `npm test`; the cloud as a whole is smoke-tested under Deno by
+ * .ci/run (`deno task start`).
+ */
+export const pureTests = [
+  // contracts: every test but the generator check, which runs scripts/generate.ts (buf) as a Node child.
+  'contracts/src/**/*.test.ts',
+  'cloud/src/admin/parse-duration.test.ts',
+  'cloud/src/crypto/node-crypto.test.ts',
+  'cloud/src/delivery/backoff.test.ts',
+  'cloud/src/delivery/micro-batcher.test.ts',
+  'cloud/src/delivery/send.test.ts',
+  'cloud/src/grpc/errors.test.ts',
+  'cloud/src/grpc/lazy-schema.test.ts',
+  'cloud/src/mavlink/decode.test.ts',
+  'cloud/src/mavlink/registry.test.ts',
+  'cloud/src/narrow/alignment.test.ts',
+  'cloud/src/narrow/boot-sessions.test.ts',
+  'cloud/src/narrow/frame-points.test.ts',
+  'cloud/src/narrow/signal-info.test.ts',
+  'cloud/src/telemetry/downsample.test.ts',
+  'cloud/src/telemetry/lttb.test.ts',
+  'cloud/src/telemetry/m4.test.ts',
+  'cloud/src/telemetry/point-decoder.test.ts',
+  'cloud/src/telemetry/query-plan.test.ts',
+  'cloud/src/telemetry/rollups.test.ts',
+  'cloud/src/telemetry/sql-arrays.test.ts',
+  'cloud/src/telemetry/timestamps.test.ts',
+  'cloud/src/telemetry/wide-batch.test.ts',
+  'cloud/src/telemetry/wide-values.test.ts',
+  'cloud/src/templates/args-schema.test.ts',
+  'cloud/src/webhooks/address-policy.test.ts',
+  'cloud/src/webhooks/secret-box.test.ts',
+  'cloud/src/webhooks/url-guard.test.ts',
+  'edge-agent/src/config.test.ts',
+  'edge-agent/src/framing/positioned-walkers.test.ts',
+  'edge-agent/src/link/link-loss-detector.test.ts',
+  'edge-agent/src/pipeline/chunk-ledger.test.ts',
+  'edge-agent/src/record/agent-record.test.ts',
+  'edge-agent/src/sources/chunk-queue.test.ts',
+  'edge-agent/src/sources/replay-pacer.test.ts',
+  'edge-agent/src/spool/record-format.test.ts',
+  'edge-agent/src/status/status.test.ts',
+  'edge-agent/src/uplink/ack-tracker.test.ts',
+  'edge-agent/src/uplink/backoff.test.ts',
+];
+
+export default defineConfig({
+  test: {
+    include: pureTests,
+    exclude: ['**/node_modules/**', 'contracts/src/gen-freshness.test.ts'],
+    setupFiles: ['./scripts/expect-runtime.ts'],
+    testTimeout: 30_000,
+    reporters: ['default', './scripts/summary-reporter.ts'],
+  },
+});
