@@ -2,6 +2,8 @@ import type { Config } from './config.ts';
 import type { Clock } from './clock.ts';
 import type { DatabaseHandle, Db } from './db/connect.ts';
 import type { Logger } from './logger.ts';
+import type { Metrics } from './observability/metrics.ts';
+import type { Readiness } from './observability/readiness.ts';
 import type { AllowList } from './webhooks/address-policy.ts';
 import type { Resolver } from './webhooks/url-guard.ts';
 
@@ -16,4 +18,8 @@ export interface AppContext {
   secretKey: Uint8Array;
   /** What webhook URLs are checked against: DNS (injectable for tests) and the private-range allow list. */
   webhookGuard: { resolve: Resolver; allow: AllowList };
+  /** This instance's Prometheus series (its own registry). */
+  metrics: Metrics;
+  /** What /readyz checks. */
+  readiness: Readiness;
 }

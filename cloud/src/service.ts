@@ -12,6 +12,7 @@ import type { QueuedJob } from './delivery/queue.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './http/app.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { createObservability, observeDelivery } from './observability/service-observability.ts';
 import { resolveSecretKey } from './secret-key.ts';
 import { parseAllowCidrs } from './webhooks/address-policy.ts';
 import { systemResolver, type Resolver } from './webhooks/url-guard.ts';
@@ -76,6 +77,7 @@ export class SortieService {
       clock: overrides.clock ?? systemClock,
       secretKey,
       webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
+      ...createObservability(database, logger),
     };
     let delivery: DeliveryEngine;
     try {
@@ -84,6 +86,7 @@ export class SortieService {
       await database.close();
       throw error;
     }
+    observeDelivery(ctx, delivery.queue);
     return new SortieService(ctx, delivery, overrides);
   }
 

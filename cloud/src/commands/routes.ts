@@ -9,8 +9,9 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../context.ts';
 import { requireDataset } from '../datasets/queries.ts';
-import { conflict, invalidRequest, notFound } from '../http/api-error.ts';
+import { ApiError, conflict, invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
+import type { AckOutcome } from '../observability/metrics.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { validateArgs } from '../templates/args-schema.ts';
 import { findTemplate } from '../templates/queries.ts';
@@ -85,7 +86,32 @@ export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
     })
     // No API key: the per-command bearer token from the delivery is the credential.
     .post('/commands/ack', async (c) => {
-      const body = await readJson(c, AckRequestSchema);
-      return c.json(await acknowledge(ctx, c.req.header('authorization'), body));
+      try {
+        const body = await readJson(c, AckRequestSchema);
+        const result = await acknowledge(ctx, c.req.header('authorization'), body);
+        ctx.metrics.ack(result.duplicate ? 'duplicate' : result.status);
+        return c.json(result);
+      } catch (error) {
+        ctx.metrics.ack(ackFailureOutcome(error));
+        throw error;
+      }
     });
+}
+
+/** The metrics outcome of a failed ack: token failures are 404 (`rejected`), never told apart. */
+function ackFailureOutcome(error: unknown): AckOutcome {
+  if (!(error instanceof ApiError)) return 'error';
+  switch (error.code) {
+    case 'not_found':
+      return 'rejected';
+    case 'conflict':
+      return 'conflict';
+    case 'rate_limited':
+      return 'rate_limited';
+    case 'invalid_request':
+    case 'payload_too_large':
+      return 'invalid';
+    default:
+      return 'error';
+  }
 }

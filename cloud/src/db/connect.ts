@@ -35,6 +35,10 @@ export async function openDatabase(options: {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 20 });
     // Without a listener, node treats the pool's 'error' as fatal: one Postgres restart would kill the process.
     pool.on('error', (error) => options.onPoolError?.(error));
+    // The pool listens only to idle clients. A connection dying under a checked-out client (a query in
+    // flight, which rejects with the same error for its caller to handle) would otherwise emit an
+    // unhandled 'error' and take the process down; idle ones are still reported through the pool above.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', pool, timescale: false, close: () => db.destroy() };
   }

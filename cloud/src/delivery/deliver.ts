@@ -3,6 +3,7 @@ import { isArmed } from '../arming/arming.ts';
 import type { AppContext } from '../context.ts';
 import { sha256HexSync, signWebhookSync } from '../crypto/node-crypto.ts';
 import type { ArmingRow } from '../db/schema.ts';
+import type { DeliveryOutcome } from '../observability/metrics.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
 import { checkWebhookUrl } from '../webhooks/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
@@ -43,9 +44,10 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
   });
   const records = new MicroBatcher((items: AttemptRecord[]) => recordAttempts(db, items), { maxBatch });
 
-  const stop = async (jobId: string, reason: string): Promise<JobDecision> => {
+  const stop = async (jobId: string, reason: string, postSeconds?: number): Promise<JobDecision> => {
     await finishJob(db, { jobId, state: 'abandoned', reason, now: clock.now() });
     logger.info({ jobId, reason }, 'delivery stopped');
+    ctx.metrics.delivery('abandoned', postSeconds);
     return ack();
   };
 
@@ -56,7 +58,11 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
     if (!loaded) {
       const current = await readJobState(db, job.jobId);
       // Finished, or not ours to know (another deployment's message): nothing to do, ever.
-      if (!current || current.state !== 'pending') return ack();
+      if (!current || current.state !== 'pending') {
+        ctx.metrics.delivery('skipped');
+        return ack();
+      }
+      ctx.metrics.delivery('busy');
       return nak(BUSY_RETRY_MS);
     }
 
@@ -118,6 +124,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
       }
     }
 
+    const postSeconds = check.ok ? answer.durationMs / 1000 : undefined;
     const streak = await records.submit({
       job: loaded.job,
       endpointUrl: endpoint.url,
@@ -149,10 +156,19 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
         );
         deps.onEndpointDisabled?.(health, endpoint.id);
       }
-      if (next.state === 'pending') return stop(job.jobId, 'endpoint disabled');
+      if (next.state === 'pending') return stop(job.jobId, 'endpoint disabled', postSeconds);
     }
+    ctx.metrics.delivery(attemptOutcome(check.ok, verdict, next.state), postSeconds);
     return decision;
   };
+}
+
+/** The metrics outcome of an attempt that reached the URL check (docs/operations.md). */
+function attemptOutcome(sent: boolean, verdict: AttemptVerdict, next: AttemptRecord['next']['state']): DeliveryOutcome {
+  if (!sent) return 'refused';
+  if (verdict === 'success') return 'delivered';
+  if (verdict === 'final') return 'failed';
+  return next === 'abandoned' ? 'abandoned' : 'retry';
 }
 
 function describeFailure(answer: WebhookAnswer): string | null {

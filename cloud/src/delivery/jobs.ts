@@ -59,6 +59,20 @@ export async function loadPendingJobs(db: Executor, now: Date): Promise<PendingJ
   }));
 }
 
+/**
+ * The outbox backlog (metrics): jobs not finished, and how long the oldest job that is due and not
+ * leased has been waiting for a worker, in seconds (0 when none is), by the database's clock.
+ */
+export async function outboxBacklog(db: Executor): Promise<{ pending: number; lagSeconds: number }> {
+  const { rows } = await sql<{ pending: number; lag: number | null }>`
+    select count(*)::int as pending,
+      extract(epoch from now() - min(coalesce(next_attempt_at, created_at))
+        filter (where coalesce(next_attempt_at, created_at) <= now() and (leased_until is null or leased_until < now())))::float8 as lag
+    from delivery_jobs where state = 'pending'
+  `.execute(db);
+  return { pending: rows[0]?.pending ?? 0, lagSeconds: Math.max(0, rows[0]?.lag ?? 0) };
+}
+
 export async function readJobState(db: Executor, jobId: string) {
   return db.selectFrom('delivery_jobs').select(['state', 'leased_until']).where('id', '=', jobId).executeTakeFirst();
 }

@@ -170,6 +170,17 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     return info.num_pending + info.num_ack_pending;
   }
 
+  /** The consumer's backlog as JetStream counts it: waiting to be handed out, and handed out but unacked (metrics). */
+  async consumerBacklog(): Promise<{ numPending: number; numAckPending: number }> {
+    const info = await this.#jsm.consumers.info(this.names.stream, this.names.consumer);
+    return { numPending: info.num_pending, numAckPending: info.num_ack_pending };
+  }
+
+  /** One round trip to the server; while disconnected it waits for the reconnect (callers bound it). */
+  async ping(): Promise<void> {
+    await this.#nc.flush();
+  }
+
   /** For tests and the README's `nats` examples: remove the stream (and with it the consumer). */
   async deleteStream(): Promise<void> {
     await this.#jsm.streams.delete(this.names.stream);

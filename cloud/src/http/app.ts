@@ -10,6 +10,8 @@ import { eventsRoutes } from '../events/routes.ts';
 import { experimentsRoutes } from '../experiments/routes.ts';
 import { appendRoutes } from '../telemetry/append-route.ts';
 import { notificationsRoutes } from '../notifications/routes.ts';
+import { httpMetrics } from '../observability/http-metrics.ts';
+import { operationsRoutes } from '../observability/routes.ts';
 import { templatesRoutes } from '../templates/routes.ts';
 import { webhooksRoutes } from '../webhooks/routes.ts';
 import { ApiError } from './api-error.ts';
@@ -21,6 +23,7 @@ import { requestId } from './request-id.ts';
 export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId);
+  app.use(httpMetrics(ctx.metrics));
   app.use(async (c, next) => {
     const started = performance.now();
     await next();
@@ -38,6 +41,7 @@ export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): H
     }),
   );
 
+  app.route('/', operationsRoutes(ctx));
   app.route('/api', experimentsRoutes(ctx));
   app.route('/api', datasetsRoutes(ctx));
   app.route('/api', channelsRoutes(ctx));

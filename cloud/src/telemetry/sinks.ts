@@ -4,6 +4,7 @@ import { requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { ApiError, conflict } from '../http/api-error.ts';
 import { openNarrowSink } from '../narrow/narrow-sink.ts';
+import { countedSink } from '../observability/ingest-metrics.ts';
 import { openWideSink } from './wide-sink.ts';
 
 /** Totals a sink reports; `accepted = written + duplicates + ignored`. */
@@ -82,7 +83,8 @@ export async function openSink(
   }
   const dataset = await requireDataset(ctx.db, organizationId, target.datasetId, target.experimentId || undefined);
   const factory = SINKS[dataset.storage_shape][target.format];
-  if (factory) return factory(ctx, dataset);
+  // Only gRPC opens sinks (HTTP append writes through append.ts), hence the transport.
+  if (factory) return countedSink(await factory(ctx, dataset), ctx.metrics, 'grpc', dataset.storage_shape);
   if (SHAPE_OF_FORMAT[target.format] !== dataset.storage_shape) {
     const carried = target.format === '' ? 'points addressed by ch_N index (the wide format)' : `the ${target.format} format`;
     throw conflict(`dataset ${dataset.id} is ${dataset.storage_shape}, but this call carries ${carried}`);
