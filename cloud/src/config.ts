@@ -71,6 +71,11 @@ export const EnvSchema = z.object({
   SORTIE_SMTP_FROM: z.string().default('Sortie <sortie@localhost>'),
   /** How long gRPC trusts a key check before asking the database again (at most 300 s, as the spec allows). */
   SORTIE_GRPC_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(300),
+  /**
+   * On SIGTERM/SIGINT the process stops accepting, finishes requests and webhook attempts in flight and
+   * exits; after this many seconds (or a second signal) it exits at once. 25 fits inside Kubernetes' 30 s.
+   */
+  SORTIE_SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(1).max(3600).default(25),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -87,6 +92,7 @@ export interface Config {
   webhook: { allowCidrs: string; caFile: string | undefined; retryScheduleMs: number[]; timeoutMs: number };
   delivery: { concurrency: number };
   smtp: { url: string | undefined; from: string };
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -118,5 +124,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     delivery: { concurrency: e.SORTIE_DELIVERY_CONCURRENCY },
     smtp: { url: e.SORTIE_SMTP_URL, from: e.SORTIE_SMTP_FROM },
+    shutdownGraceMs: e.SORTIE_SHUTDOWN_GRACE_SECONDS * 1000,
   };
 }

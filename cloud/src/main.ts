@@ -1,16 +1,11 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { SortieService } from './service.ts';
+import { exitOnSignals } from './shutdown.ts';
 
 try {
   const service = await SortieService.create(loadConfig());
   await service.start();
-  const shutdown = async (signal: string) => {
-    service.ctx.logger.info({ signal }, 'shutting down');
-    await service.destroy();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  exitOnSignals({ destroy: () => service.destroy(), logger: service.ctx.logger, graceMs: service.ctx.config.shutdownGraceMs });
 } catch (error) {
   if (error instanceof ConfigError) {
     console.error(`sortie: ${error.message}`);

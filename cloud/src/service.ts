@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { systemClock, type Clock } from './clock.ts';
@@ -11,6 +12,7 @@ import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.
 import type { QueuedJob } from './delivery/queue.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './http/app.ts';
+import { gracefulCloser } from './http/graceful-close.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createObservability, observeDelivery } from './observability/service-observability.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -36,6 +38,7 @@ export class SortieService {
   readonly delivery: DeliveryEngine;
   readonly #afterDispatchCommit: ServiceOverrides['afterDispatchCommit'];
   #http: ServerType | undefined;
+  #httpCloser: { close(): Promise<void> } | undefined;
   #grpc: GrpcServer | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
@@ -102,6 +105,7 @@ export class SortieService {
       const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve());
       server.once('error', reject);
       this.#http = server;
+      this.#httpCloser = gracefulCloser(server as Server);
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
     this.#grpc = await startGrpcServer(this.ctx);
@@ -127,18 +131,26 @@ export class SortieService {
     return `http://127.0.0.1:${this.grpcPort}`;
   }
 
+  /**
+   * Graceful stop, in an order that loses nothing: stop accepting (requests in flight are answered),
+   * then let delivery finish its attempts in flight and hand back queued work it has not started, then
+   * close the pool. main.ts bounds the whole with SORTIE_SHUTDOWN_GRACE_SECONDS.
+   */
   async destroy(): Promise<void> {
+    const { logger } = this.ctx;
+    logger.info({ phase: 'stop-accepting' }, 'shutdown: closing listeners; requests in flight finish');
     await this.#sweeper?.stop();
     this.#sweeper = undefined;
-    const http = this.#http;
+    const http = this.#httpCloser;
     this.#http = undefined;
-    if (http) {
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    }
-    await this.#grpc?.close();
+    this.#httpCloser = undefined;
+    const grpc = this.#grpc;
     this.#grpc = undefined;
+    await Promise.all([http?.close(), grpc?.close()]);
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
+    logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();
+    logger.info({ phase: 'close-database' }, 'shutdown: delivery stopped; closing the database');
     await this.ctx.database.close();
     this.#releaseEmbedded?.();
     this.#releaseEmbedded = undefined;

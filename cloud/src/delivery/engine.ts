@@ -30,6 +30,8 @@ export class DeliveryEngine {
   #relay: { stop(): Promise<void> } | undefined;
   /** Marks from many dispatches go to the database together. */
   readonly #marks: MicroBatcher<string, undefined>;
+  /** Publishes after dispatch not finished yet; stop waits for them so their marks reach the database. */
+  readonly #publishing = new Set<Promise<void>>();
 
   private constructor(
     ctx: AppContext,
@@ -77,16 +79,22 @@ export class DeliveryEngine {
    */
   publish(jobs: readonly QueuedJob[]): Promise<void> {
     if (jobs.length === 0) return Promise.resolve();
-    return this.queue
+    const run: Promise<void> = this.queue
       .publish(jobs)
       .then(() => Promise.all(jobs.map((j) => this.#marks.submit(j.jobId))))
       .then(() => undefined)
-      .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'));
+      .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'))
+      .finally(() => this.#publishing.delete(run));
+    this.#publishing.add(run);
+    return run;
   }
 
+  /** Stop taking work: publishes and attempts in flight finish and are recorded; queued work stays queued. */
   async stop(): Promise<void> {
     await this.#relay?.stop();
     this.#relay = undefined;
+    // Before the queue closes its connection: a publish cut off here would leave its job to another relay.
+    await Promise.all(this.#publishing);
     await this.queue.stop();
     await this.#agents.close();
   }

@@ -48,6 +48,10 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   #messages: ConsumerMessages | undefined;
   #loop: Promise<void> | undefined;
   readonly #inFlight = new Set<Promise<void>>();
+  #servers: string[] = [];
+  #stopping = false;
+  /** Ack subjects of messages fetched but not started when stop began. */
+  readonly #unstarted: string[] = [];
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, namespace: string, logger: Logger) {
     this.#nc = nc;
@@ -58,8 +62,9 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   }
 
   static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsDeliveryQueue> {
+    const servers = input.url.split(',').map((s) => s.trim());
     const nc = await connect({
-      servers: input.url.split(',').map((s) => s.trim()),
+      servers,
       name: 'sortie-cloud',
       // Keep trying for ever: NATS restarting must not take the cloud down; the relay catches up after.
       maxReconnectAttempts: -1,
@@ -68,6 +73,7 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     try {
       const jsm = await jetstreamManager(nc);
       const queue = new NatsDeliveryQueue(nc, jsm, input.namespace, input.logger);
+      queue.#servers = servers;
       await queue.#ensureStreamAndConsumer();
       void queue.#watchStatus();
       return queue;
@@ -129,6 +135,13 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     this.#loop = (async () => {
       for await (const msg of messages) {
         while (this.#inFlight.size >= options.concurrency) await Promise.race(this.#inFlight);
+        if (this.#stopping) {
+          // Fetched but not started: handed back by stop(), for another process or our next start.
+          const reply = (msg as JsMsg & { reply?: string }).reply;
+          if (reply) this.#unstarted.push(reply);
+          else msg.nak();
+          continue;
+        }
         const run = this.#handle(msg, handler).finally(() => this.#inFlight.delete(run));
         this.#inFlight.add(run);
       }
@@ -158,11 +171,30 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     }
   }
 
+  /**
+   * Stop pulling, let the attempts in flight finish (their acks and naks are flushed by the drain), and
+   * hand back what was fetched but not started. Those NAKs go out on a fresh connection after ours has
+   * closed: sent while our pull requests are still open on the server, a NAK'd message can be handed
+   * straight back into one of them (seen with nats-server 2.9) and then sits out the 60 s ack wait.
+   */
   async stop(): Promise<void> {
+    this.#stopping = true;
+    const inFlight = this.#inFlight.size;
     await this.#messages?.close();
     await this.#loop;
     await Promise.all(this.#inFlight);
     if (!this.#nc.isClosed()) await this.#nc.drain();
+    const handedBack = this.#unstarted.length;
+    if (handedBack > 0) {
+      try {
+        const nc = await connect({ servers: this.#servers, name: 'sortie-cloud-stop', maxReconnectAttempts: 0 });
+        for (const reply of this.#unstarted.splice(0)) nc.publish(reply, '-NAK');
+        await nc.drain();
+      } catch (err) {
+        this.#logger.warn({ err, handedBack }, 'could not hand back unstarted deliveries; JetStream redelivers them after the ack wait');
+      }
+    }
+    this.#logger.info({ attemptsFinished: inFlight, handedBack }, 'delivery queue stopped');
   }
 
   async pending(): Promise<number> {

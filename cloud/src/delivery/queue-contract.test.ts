@@ -11,8 +11,8 @@ import { ack, nak, type DeliveryQueue, type JobDecision, type QueuedJob } from '
 /**
  * One contract, two queues. Both are driven from real outbox rows in the real Postgres; the JetStream
  * one runs against the real NATS. What a queue must do: deliver each published job, collapse a repeated
- * publish, redeliver after nak(delay) and never after ack, stay within its concurrency, and keep
- * unfinished work across a restart.
+ * publish, redeliver after nak(delay) and never after ack, stay within its concurrency, keep unfinished
+ * work across a restart, and on stop finish what runs and hand back what it has not started.
  */
 
 const logger = createLogger('silent');
@@ -214,6 +214,41 @@ describe.each(implementations)('delivery queue contract: $name', (impl) => {
       await r.waitFor(1);
       expect(r.calls[0]!.job.jobId).toBe(job.jobId);
       await finish(job.jobId);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('stop lets handlers in flight finish, starts none after, and the next process gets the rest at once', async () => {
+    const first = await impl.open();
+    const gates: Array<() => void> = [];
+    const r = recorder(async (job) => {
+      await new Promise<void>((release) => gates.push(release));
+      await finish(job.jobId);
+      return ack();
+    });
+    const jobs = await Promise.all(Array.from({ length: 8 }, () => seedJob()));
+    await first.start(r.handler, { concurrency: 2 });
+    await first.publish(jobs);
+    await r.waitFor(2);
+    const stopped = first.stop();
+    await settle(200);
+    for (const release of gates) release();
+    await stopped;
+    expect(r.calls).toHaveLength(2);
+
+    // Well inside JetStream's 60 s ack wait: what the first had fetched and not started went back at once.
+    const second = await impl.open();
+    const rest = recorder(async (job) => {
+      await finish(job.jobId);
+      return ack();
+    });
+    try {
+      await second.start(rest.handler, { concurrency: 4 });
+      await rest.waitFor(6, 5000);
+      await settle();
+      const handled = [...r.calls, ...rest.calls].map((c) => c.job.jobId).sort();
+      expect(handled).toEqual(jobs.map((j) => j.jobId).sort());
     } finally {
       await second.stop();
     }
