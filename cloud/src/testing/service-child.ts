@@ -9,14 +9,18 @@ export interface ServiceChild {
   url: string;
   /** The exit signal or code. */
   exited: Promise<NodeJS.Signals | number | null>;
+  /** Everything it wrote to stdout so far: `READY`, then its pino JSON lines. */
+  output(): string;
+  /** Its stdout lines that parse as JSON (the logs), optionally only those with this `msg`. */
+  logs(msg?: string): Array<Record<string, any>>;
 }
 
 /** The cloud in a child process (see service-process.ts), resolved once it listens. */
 export async function startServiceChild(env: Record<string, string>): Promise<ServiceChild> {
   const child = spawn(process.execPath, [SERVICE_SCRIPT], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  let out = '';
   const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /READY (\d+)/.exec(out);
@@ -24,5 +28,12 @@ export async function startServiceChild(env: Record<string, string>): Promise<Se
     });
     void exited.then((how) => reject(new Error(`service exited before it was ready (${how})`)));
   });
-  return { process: child, port, url: `http://127.0.0.1:${port}`, exited };
+  const logs = (msg?: string) =>
+    out
+      .split('\n')
+      // The last line may still be half written.
+      .filter((line) => line.startsWith('{') && line.endsWith('}'))
+      .map((line) => JSON.parse(line) as Record<string, any>)
+      .filter((entry) => msg === undefined || entry.msg === msg);
+  return { process: child, port, url: `http://127.0.0.1:${port}`, exited, output: () => out, logs };
 }
