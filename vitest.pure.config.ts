@@ -11,7 +11,7 @@ import { defineConfig } from 'vitest/config';
  * Everything else still runs under Node in `npm test`; the cloud as a whole is smoke-tested under Deno by
  * .ci/run (`deno task start`).
  */
-export const pureTests = [
+const pureTests = [
   // contracts: every test but the generator check, which runs scripts/generate.ts (buf) as a Node child.
   'contracts/src/**/*.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
