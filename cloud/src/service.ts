@@ -42,6 +42,7 @@ export class SortieService {
   #grpc: GrpcServer | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
+  #destroyed: Promise<void> | undefined;
 
   private constructor(ctx: AppContext, delivery: DeliveryEngine, overrides: ServiceOverrides) {
     this.ctx = ctx;
@@ -134,9 +135,15 @@ export class SortieService {
   /**
    * Graceful stop, in an order that loses nothing: stop accepting (requests in flight are answered),
    * then let delivery finish its attempts in flight and hand back queued work it has not started, then
-   * close the pool. main.ts bounds the whole with SORTIE_SHUTDOWN_GRACE_SECONDS.
+   * close the pool. main.ts bounds the whole with SORTIE_SHUTDOWN_GRACE_SECONDS. Calling it again
+   * returns the same stop.
    */
-  async destroy(): Promise<void> {
+  destroy(): Promise<void> {
+    this.#destroyed ??= this.#destroy();
+    return this.#destroyed;
+  }
+
+  async #destroy(): Promise<void> {
     const { logger } = this.ctx;
     logger.info({ phase: 'stop-accepting' }, 'shutdown: closing listeners; requests in flight finish');
     await this.#sweeper?.stop();
@@ -146,7 +153,9 @@ export class SortieService {
     this.#httpCloser = undefined;
     const grpc = this.#grpc;
     this.#grpc = undefined;
-    await Promise.all([http?.close(), grpc?.close()]);
+    // gRPC streams may stay open for good; cut them early enough to leave time for delivery and the pool.
+    const grace = this.ctx.config.shutdownGraceMs;
+    await Promise.all([http?.close(), grpc?.close({ forceAfterMs: Math.max(grace / 2, grace - 5000) })]);
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();

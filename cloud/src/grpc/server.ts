@@ -9,6 +9,7 @@ import { REQUEST_ID_HEADER, requestIdFrom } from '../http/request-id.ts';
 import { API_KEY_METADATA, KeyCache } from './auth.ts';
 import { principalKey, requestIdKey } from './context.ts';
 import { toConnectError } from './errors.ts';
+import { grpcPortCloser } from './graceful-close.ts';
 import { createH2cListener } from './h2c-listener.ts';
 import { isJsonContentType, LazyTelemetryService } from './lazy-schema.ts';
 import { GRPC_LIMITS } from './limits.ts';
@@ -26,12 +27,18 @@ const SCOPE_OF: Record<string, Scope> = {
 export interface GrpcServer {
   readonly port: number;
   readonly url: string;
-  close(): Promise<void>;
+  /**
+   * Graceful: stop accepting (GOAWAY on HTTP/2), let unary calls in flight finish, end open
+   * StreamSubmit calls once what they received is written; cut what is left after `forceAfterMs`.
+   */
+  close(options?: { forceAfterMs?: number }): Promise<void>;
 }
 
 export interface GrpcDeps {
   ctx: AppContext;
   keys: KeyCache;
+  /** Aborted when the server starts closing: open streams write what they hold and end UNAVAILABLE. */
+  draining: AbortSignal;
 }
 
 /**
@@ -39,7 +46,9 @@ export interface GrpcDeps {
  * host and port of the configuration: HTTP/2 without TLS, and HTTP/1.1 on the same port.
  */
 export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
-  const deps: GrpcDeps = { ctx, keys: new KeyCache(ctx.db, ctx.clock, ctx.config.grpc.keyCacheSeconds) };
+  const draining = new AbortController();
+  const deps: GrpcDeps = { ctx, keys: new KeyCache(ctx.db, ctx.clock, ctx.config.grpc.keyCacheSeconds), draining: draining.signal };
+  // Aborts every handler's context signal: only when the grace period is over and calls are cut.
   const shutdown = new AbortController();
   const options = {
     readMaxBytes: GRPC_LIMITS.readMaxBytes,
@@ -71,6 +80,7 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
   );
   const h1 = http.createServer({ maxHeaderSize: GRPC_LIMITS.maxHeaderListSize }, handler);
   const { server, sockets } = createH2cListener(h2, h1);
+  const closer = grpcPortCloser({ server, sockets, h2, h1 });
   const { host, port } = ctx.config.grpc;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -85,12 +95,17 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
   return {
     port: bound,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-    close: async () => {
-      // Handlers see their signal abort and stop pulling messages; then every connection goes.
-      shutdown.abort(new ConnectError('server is shutting down', Code.Unavailable));
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await closed;
+    close: async (options = {}) => {
+      const started = performance.now();
+      const forceAfterMs = options.forceAfterMs ?? ctx.config.shutdownGraceMs;
+      draining.abort();
+      const outcome = await closer.close({
+        forceAfterMs,
+        onForce: () => shutdown.abort(new ConnectError('server shutting down', Code.Unavailable)),
+      });
+      const ms = Math.round(performance.now() - started);
+      if (outcome === 'forced') ctx.logger.warn({ ms, forceAfterMs }, 'gRPC: calls still open when the grace period ended were cut');
+      else ctx.logger.info({ ms }, 'gRPC: calls in flight finished; listener closed');
     },
   };
 }

@@ -7,6 +7,8 @@ export interface ServiceChild {
   process: ChildProcess;
   port: number;
   url: string;
+  grpcPort: number;
+  grpcUrl: string;
   /** The exit signal or code. */
   exited: Promise<NodeJS.Signals | number | null>;
   /** Everything it wrote to stdout so far: `READY`, then its pino JSON lines. */
@@ -20,11 +22,11 @@ export async function startServiceChild(env: Record<string, string>): Promise<Se
   const child = spawn(process.execPath, [SERVICE_SCRIPT], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
   let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
+  const [port, grpcPort] = await new Promise<[number, number]>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const m = /READY (\d+) (\d+)/.exec(out);
+      if (m) resolve([Number(m[1]), Number(m[2])]);
     });
     void exited.then((how) => reject(new Error(`service exited before it was ready (${how})`)));
   });
@@ -35,5 +37,5 @@ export async function startServiceChild(env: Record<string, string>): Promise<Se
       .filter((line) => line.startsWith('{') && line.endsWith('}'))
       .map((line) => JSON.parse(line) as Record<string, any>)
       .filter((entry) => msg === undefined || entry.msg === msg);
-  return { process: child, port, url: `http://127.0.0.1:${port}`, exited, output: () => out, logs };
+  return { process: child, port, url: `http://127.0.0.1:${port}`, grpcPort, grpcUrl: `http://127.0.0.1:${grpcPort}`, exited, output: () => out, logs };
 }
