@@ -145,6 +145,8 @@ export class SortieService {
 
   async #destroy(): Promise<void> {
     const { logger } = this.ctx;
+    // First, so a load balancer polling /readyz stops routing here (/healthz stays 200).
+    this.ctx.readiness.markShuttingDown();
     logger.info({ phase: 'stop-accepting' }, 'shutdown: closing listeners; requests in flight finish');
     await this.#sweeper?.stop();
     this.#sweeper = undefined;

@@ -11,6 +11,7 @@ import { issueApiKey } from '../auth/api-keys.ts';
 import { createOrganization } from '../auth/organizations.ts';
 import { wideTableName } from '../datasets/wide-table.ts';
 import { openDatabase } from '../db/connect.ts';
+import { createHttpApp } from '../http/app.ts';
 import { eventually } from '../testing/delivery-fixture.ts';
 import { startServiceChild, type ServiceChild } from '../testing/service-child.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
@@ -125,6 +126,12 @@ describe('destroy with calls in flight', () => {
       );
 
       const destroyed = t.service.destroy();
+      // From the first moment of shutdown, load balancers are told to go elsewhere; liveness holds.
+      const app = createHttpApp(t.service.ctx);
+      const ready = await app.request('/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ status: 'not_ready', reason: 'shutting_down' });
+      expect((await app.request('/healthz')).status).toBe(200);
       const ended = await streaming;
       expect(ended.code).toBe(Code.Unavailable);
       expect(ended.rawMessage).toBe('server shutting down');

@@ -6,6 +6,8 @@ export type CheckState = 'ok' | 'failed' | 'timeout' | 'not_configured';
 
 export interface ReadinessReport {
   ready: boolean;
+  /** Set when the process is not ready whatever its dependencies say. */
+  reason?: 'shutting_down';
   checks: Record<string, CheckState>;
 }
 
@@ -20,6 +22,7 @@ export class Readiness {
   readonly #checks = new Map<string, (() => Promise<unknown>) | 'not_configured'>();
   readonly #logger: Logger;
   readonly #timeoutMs: number;
+  #shuttingDown = false;
 
   constructor(logger: Logger, timeoutMs = READINESS_TIMEOUT_MS) {
     this.#logger = logger;
@@ -30,7 +33,14 @@ export class Readiness {
     this.#checks.set(name, check);
   }
 
+  /** From here on every check answers not ready, so load balancers stop routing here while calls in flight finish. */
+  markShuttingDown(): void {
+    this.#shuttingDown = true;
+  }
+
   async check(requestId?: string): Promise<ReadinessReport> {
+    // No round trips: the pool may be closing, and the answer is no whatever they say.
+    if (this.#shuttingDown) return { ready: false, reason: 'shutting_down', checks: {} };
     const entries = await Promise.all(
       [...this.#checks].map(async ([name, check]): Promise<[string, CheckState]> => {
         if (check === 'not_configured') return [name, 'not_configured'];

@@ -12,6 +12,7 @@ export function operationsRoutes(ctx: AppContext) {
     .get('/healthz', (c) => c.json({ status: 'ok' }))
     .get('/readyz', async (c) => {
       const report = await ctx.readiness.check(c.get('requestId'));
+      if (report.reason) return c.json({ status: 'not_ready', reason: report.reason }, 503);
       return c.json({ status: report.ready ? 'ready' : 'not_ready', checks: report.checks }, report.ready ? 200 : 503);
     })
     .get('/metrics', async (c) => {
