@@ -5,7 +5,7 @@ import { exitOnSignals } from './shutdown.ts';
 
 const logger = createLogger('silent');
 
-function setUp(destroy: () => Promise<void>, graceMs = 5000) {
+function setUp(destroy: () => Promise<void>, graceMs = 5000, repeatWindowMs?: number) {
   const signals = new EventEmitter();
   const exits: number[] = [];
   let exited: (code: number) => void = () => {};
@@ -15,6 +15,7 @@ function setUp(destroy: () => Promise<void>, graceMs = 5000) {
     logger,
     graceMs,
     signals,
+    repeatWindowMs,
     exit: (code) => {
       exits.push(code);
       exited(code);
@@ -36,10 +37,36 @@ describe('exitOnSignals', () => {
   });
 
   it('exits 1 at once on a second signal while stopping', async () => {
-    const { signals, exits } = setUp(() => new Promise(() => {}));
+    const { signals, exits } = setUp(() => new Promise(() => {}), 5000, 20);
     signals.emit('SIGINT', 'SIGINT');
     expect(exits).toEqual([]);
+    await new Promise((r) => setTimeout(r, 40));
     signals.emit('SIGINT', 'SIGINT');
+    expect(exits).toEqual([1]);
+  });
+
+  it('takes the same signal again within the repeat window as one (deno task forwards Ctrl-C twice)', async () => {
+    let release!: () => void;
+    let destroyed = 0;
+    const { signals, exits, exitedOnce } = setUp(() => {
+      destroyed += 1;
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    signals.emit('SIGINT', 'SIGINT');
+    signals.emit('SIGINT', 'SIGINT');
+    await new Promise((r) => setTimeout(r, 10));
+    signals.emit('SIGINT', 'SIGINT');
+    expect(exits).toEqual([]);
+    release();
+    expect(await exitedOnce).toBe(0);
+    expect(exits).toEqual([0]);
+    expect(destroyed).toBe(1);
+  });
+
+  it('a different signal within the repeat window is a second request', () => {
+    const { signals, exits } = setUp(() => new Promise(() => {}));
+    signals.emit('SIGINT', 'SIGINT');
+    signals.emit('SIGTERM', 'SIGTERM');
     expect(exits).toEqual([1]);
   });
 
