@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 
 const STREAM_SWEEP_MS = 20;
+const UNDER_DENO = 'Deno' in globalThis;
 
 export type CloseOutcome = 'drained' | 'forced';
 
@@ -15,7 +16,9 @@ export type CloseOutcome = 'drained' | 'forced';
  *
  * A stream whose answer is complete while its client is still sending (a StreamSubmit ended
  * UNAVAILABLE) would hold its session open until the client gives up; once the answer's END_STREAM
- * is out it gets RST_STREAM NO_ERROR, as RFC 9113 §8.1 allows.
+ * is out it gets RST_STREAM NO_ERROR, as RFC 9113 §8.1 allows. Not under Deno: there that reset also
+ * ended a unary call in flight on the same connection ("Premature close"), so such a stream waits for
+ * its client or for `forceAfterMs`.
  *
  * Node's own tracking does not help here: the h2 and h1 servers never listen (h2c-listener.ts hands
  * them sockets), so `closeIdleConnections()` knows no connections. Call before any connection arrives.
@@ -72,6 +75,7 @@ export function grpcPortCloser(input: { server: net.Server; sockets: Set<net.Soc
       }
       // No event says when END_STREAM has been sent, so look while closing.
       const sweeper = setInterval(() => {
+        if (UNDER_DENO) return;
         for (const stream of streams) {
           const state = stream.state;
           if (state?.localClose === 1 && state.remoteClose !== 1) stream.close(http2.constants.NGHTTP2_NO_ERROR);
