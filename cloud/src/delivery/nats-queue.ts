@@ -129,7 +129,10 @@ export class NatsDeliveryQueue implements DeliveryQueue {
 
   async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {
     const consumer = await this.#js.consumers.get(this.names.stream, this.names.consumer);
-    // Prefetch no more than we can work on, so waiting messages do not burn their ack wait in our buffer.
+    // max_messages sizes each pull; it does not bound our buffer. The consumer pulls again as messages
+    // arrive (at 75 % of it), not as handlers finish, so while every slot is busy messages queue here,
+    // up to the consumer's max_ack_pending (server default 1,000). One that waits past its ack wait is
+    // redelivered, possibly to another process; the lease in deliver.ts keeps that to one attempt.
     const messages = await consumer.consume({ max_messages: options.concurrency });
     this.#messages = messages;
     this.#loop = (async () => {
