@@ -61,9 +61,12 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Start `node cloud/src/main.ts` against `databaseUrl` and wait until both ports listen. */
-export async function startServerProcess(databaseUrl: string, logLevel = 'info'): Promise<BenchServer> {
-  const [httpPort, grpcPort] = [await freePort(), await freePort()];
+/**
+ * Start `node cloud/src/main.ts` against `databaseUrl` and wait until both ports listen; on `ports`
+ * when given (a client configured before the server exists), else on free ones.
+ */
+export async function startServerProcess(databaseUrl: string, logLevel = 'info', ports?: { http: number; grpc: number }): Promise<BenchServer> {
+  const [httpPort, grpcPort] = ports ? [ports.http, ports.grpc] : [await freePort(), await freePort()];
   const child = spawn(process.execPath, [resolve(root, 'cloud/src/main.ts')], {
     env: {
       ...process.env,

@@ -4,10 +4,22 @@
 //   - decode only: the server's frame check + decode into narrow rows, in this process, no database;
 //   - plain insert: the same rows written straight to a copy of narrow_samples (same columns and key)
 //     with the same unnest statement: no gRPC, no decoding, no boot sessions, no dictionary.
+// And the edge agent's side (edge-agent/bench/), with the agent's own code and defaults, printed after:
+//   - spool append (run first, while the database is quiet): the real Spool fed the capture's frames as
+//     the pipeline feeds it, group commit, for BENCH_SPOOL_SECONDS; baseline in the same run: one fsync
+//     per frame (appendDurable, awaited);
+//   - catch-up: the real gRPC uplink, the cloud down while the spool fills with BENCH_CATCHUP_REPLAYS
+//     replays, then a cloud child process on the ports the agent was given; timed from the first frame
+//     sent to the last acknowledged, the rows in narrow_samples checked against the decoder's count.
 // Options: BENCH_SECONDS (25), BENCH_STREAMS (2: one per vehicle, each its own dataset), BENCH_BATCH
 // (500 frames per StreamSubmit message), BENCH_INDEX_COMPARE=1 (one more plain-insert phase into a table
-// that also has an index on (dataset_id, signal_id, time): what a second index would cost).
+// that also has an index on (dataset_id, signal_id, time): what a second index would cost),
+// BENCH_PHASES (server,spool,catchup: any of them), BENCH_SPOOL_SECONDS (BENCH_SECONDS, at most 6),
+// BENCH_SPOOL_BASELINE_SECONDS (2), BENCH_SPOOL_DIR (the OS temp dir: the disk measured),
+// BENCH_CATCHUP_REPLAYS (8, 191,152 frames), BENCH_CATCHUP_RETRY_MAX_SECONDS (1: the agent's
+// --retry-max-seconds, only shortens the wait after the outage, which is not timed), BENCH_AGENT_LOG_LEVEL (error).
 import http2 from 'node:http2';
+import { tmpdir } from 'node:os';
 import { fromBinary } from '@bufbuild/protobuf';
 import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import { sql } from 'kysely';
@@ -16,13 +28,30 @@ import { BootSessions } from '../src/narrow/boot-sessions.ts';
 import { fixtureFrames } from '../src/narrow/fixture-frames.ts';
 import { NarrowBatch } from '../src/narrow/narrow-batch.ts';
 import { binaryArrays, binaryTimestamptzArray } from '../src/telemetry/sql-arrays.ts';
+import type { DatabaseHandle } from '../src/db/connect.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, ownCpuMs, percentile, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
+import type { TestDatabase } from '../src/testing/test-database.ts';
+import { catchUpPhase } from '../../edge-agent/bench/catch-up.ts';
+import type { CatchUpResult } from '../../edge-agent/bench/catch-up.ts';
+import { spoolAppendPhase } from '../../edge-agent/bench/spool-append.ts';
+import type { SpoolAppendResult } from '../../edge-agent/bench/spool-append.ts';
+import { api, createOrgAndKey, freePort, ownCpuMs, percentile, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
+import type { BenchServer } from './bench-env.ts';
 import { encodeHeaderFrame, openStreamSubmit, varintLength, writeVarint } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 25);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
+const PHASE_NAMES = ['server', 'spool', 'catchup'] as const;
+const PHASES = new Set((process.env.BENCH_PHASES ?? PHASE_NAMES.join(',')).split(',').map((p) => p.trim()));
+for (const p of PHASES) if (!(PHASE_NAMES as readonly string[]).includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (use ${PHASE_NAMES.join(',')})`);
+// At ~1 M frames/s × 60 bytes, 6 s stays well inside the agent's 1 GiB bound (beyond it, drop-oldest would delete segments).
+const SPOOL_SECONDS = Number(process.env.BENCH_SPOOL_SECONDS ?? Math.min(SECONDS, 6));
+const SPOOL_BASELINE_SECONDS = Number(process.env.BENCH_SPOOL_BASELINE_SECONDS ?? 2);
+const SPOOL_PARENT = process.env.BENCH_SPOOL_DIR ?? tmpdir();
+const CATCHUP_REPLAYS = Number(process.env.BENCH_CATCHUP_REPLAYS ?? 8);
+const CATCHUP_RETRY_MAX_SECONDS = Number(process.env.BENCH_CATCHUP_RETRY_MAX_SECONDS ?? 1);
+const CATCHUP_TIMEOUT_SECONDS = 600;
 
 const frames = fixtureFrames('arduplane-sitl-vtol.tlog');
 const REPLAY_SPAN_US = frames[frames.length - 1]!.receivedUs - frames[0]!.receivedUs + 1_000_000;
@@ -266,31 +295,10 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
   return { frames: results.reduce((n, r) => n + r.sent, 0), rows: 0, expectedRows: results.reduce((n, r) => n + r.expectedRows, 0), elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), batches, cpu };
 }
 
-// ---- Run -------------------------------------------------------------------------------------------------
+// ---- Server phases: gRPC decode + store, and its baselines ------------------------------------------------
 
-checkEncoder();
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-/** rowsBefore[i]: rows the capture's frames before frame i decode into. */
-const rowsBefore = (() => {
-  const batch = new NarrowBatch();
-  const out = new Float64Array(frames.length + 1);
-  frames.forEach((f, i) => {
-    batch.add(f.frame.bytes, f.receivedUs, i + 1, 0, () => '', i);
-    out[i + 1] = batch.rows;
-  });
-  return out;
-})();
-const samplesPerFrame = rowsBefore[frames.length]! / frames.length;
-console.log(
-  `bench:mavlink — arduplane-sitl-vtol.tlog (${fmt(frames.length)} frames, ${samplesPerFrame.toFixed(2)} rows/frame) replayed through StreamSubmit, ` +
-    `${STREAMS} stream(s) × ${BATCH}-frame messages, ${SECONDS} s per phase, server in a child process`,
-);
-const decode = decodeOnly(Math.min(5, SECONDS));
-
-const database = await createTestDatabase();
-const server = await startServerProcess(database.url, 'debug');
-const { apiKey, handle } = await createOrgAndKey(database.url);
-try {
+async function serverPhases(database: TestDatabase, server: BenchServer, apiKey: string, handle: DatabaseHandle): Promise<void> {
+  const decode = decodeOnly(Math.min(5, SECONDS));
   const experiment = await api(server.httpUrl, apiKey, '/api/experiments/create', { name: 'mavlink bench' });
   const datasetIds: string[] = [];
   for (let s = 0; s < STREAMS; s++) {
@@ -354,8 +362,162 @@ try {
   console.log(`CPU per message   : gRPC run: server ${grpc.cpu.server.toFixed(2)} ms, Postgres ${grpc.cpu.postgres.toFixed(2)} ms, client ${grpc.cpu.client.toFixed(2)} ms`);
   console.log(`                    baseline: Postgres ${base.cpu.postgres.toFixed(2)} ms, client ${base.cpu.client.toFixed(2)} ms`);
   console.log(`targets           : ≥ 50,000 frames/s decoded and stored ${grpcFps >= 50_000 ? 'met' : 'MISSED'}; a saturated 921,600-baud link is ~3,000–4,500 frames/s`);
-} finally {
-  await server.stop();
-  await handle.close();
-  await database.drop();
 }
+
+// ---- Edge agent phases (edge-agent/bench/) ---------------------------------------------------------------
+
+interface CatchUpRun {
+  result: CatchUpResult;
+  rows: number;
+  /** CPU ms from the cloud listening again to the last frame acknowledged. */
+  cpu: { agent: number; server: number; postgres: number };
+}
+
+/** The catch-up phase on `database`, into `experimentId`; the cloud it starts is kept in `afterOutage` (to stop it on failure). */
+async function catchUpRun(database: TestDatabase, apiKey: string, experimentId: string, afterOutage: { server: BenchServer | null }): Promise<CatchUpRun> {
+  // Like every phase: an empty table and a fresh checkpoint; the baselines' copies are dropped.
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  await admin.query('drop table if exists baseline_samples, baseline_two_indexes');
+  await admin.query('truncate narrow_samples');
+  await admin.query('checkpoint');
+  await admin.end();
+  // The agent is configured for a cloud that is not there yet: these ports stay closed until bringCloudUp.
+  const ports = { http: await freePort(), grpc: await freePort() };
+  let cpu0 = { agent: 0, server: 0, postgres: 0 };
+  const result = await catchUpPhase(capture, {
+    replays: CATCHUP_REPLAYS,
+    parentDir: SPOOL_PARENT,
+    cloud: { httpUrl: `http://127.0.0.1:${ports.http}`, grpcUrl: `http://127.0.0.1:${ports.grpc}`, apiKey, experimentId },
+    retryMaxSeconds: CATCHUP_RETRY_MAX_SECONDS,
+    timeoutSeconds: CATCHUP_TIMEOUT_SECONDS,
+    logLevel: process.env.BENCH_AGENT_LOG_LEVEL ?? 'error',
+    bringCloudUp: async () => {
+      const up = await startServerProcess(database.url, 'info', ports);
+      afterOutage.server = up;
+      cpu0 = { agent: ownCpuMs(), server: processCpuMs(up.child.pid!), postgres: postgresCpuMs(database.name) };
+    },
+  });
+  const up = afterOutage.server!;
+  const cpu = { agent: ownCpuMs() - cpu0.agent, server: processCpuMs(up.child.pid!) - cpu0.server, postgres: postgresCpuMs(database.name) - cpu0.postgres };
+  await up.stop();
+  const admin2 = new pg.Client({ connectionString: database.url });
+  await admin2.connect();
+  const stored = await admin2.query<{ rows: number; frames: number; min: number | null; max: number | null }>(
+    `select count(*)::float8 as rows, count(distinct s.frame_seq)::float8 as frames, min(s.frame_seq)::float8 as min, max(s.frame_seq)::float8 as max
+       from narrow_samples s join datasets d on d.id = s.dataset_id where d.experiment_id = $1`,
+    [experimentId],
+  );
+  await admin2.end();
+  // The table is the authority: every spooled frame stored once, as many rows as the decoder makes of them.
+  const got = stored.rows[0]!;
+  const expectedRows = CATCHUP_REPLAYS * rowsBefore[frames.length]!;
+  if (got.rows !== expectedRows || got.frames !== result.frames || got.min !== 1 || got.max !== result.frames) {
+    throw new Error(
+      `catch-up: ${fmt(result.frames)} frames (frame_seq 1..${result.frames}) decode into ${fmt(expectedRows)} rows, ` +
+        `but the table holds ${fmt(got.rows)} rows of ${fmt(got.frames)} frames (frame_seq ${got.min}..${got.max})`,
+    );
+  }
+  return { result, rows: got.rows, cpu };
+}
+
+function printAgentPhases(spool: SpoolAppendResult | null, catchUp: CatchUpRun | null): void {
+  if (!spool && !catchUp) return;
+  console.log('edge agent (in this process; the cloud in a child process):');
+  if (spool) {
+    const g = spool.groupCommit;
+    const b = spool.perFrame;
+    const rate = g.frames / g.seconds;
+    const baseRate = b.frames / b.seconds;
+    console.log(
+      `spool append      : ${fmt(rate)} frames/s, ${(g.frameBytes / g.seconds / 1e6).toFixed(1)} MB/s of frames, ${(g.recordBytes / g.seconds / 1e6).toFixed(1)} MB/s of spool records ` +
+        `(${fmt(g.frames)} frames in ${g.seconds.toFixed(1)} s, ${(g.recordBytes / g.frames).toFixed(1)} bytes each on disk, every one durable when timed)`,
+    );
+    console.log(
+      `  group commit    : ${fmt(g.fsyncs / g.seconds)} fsyncs/s, ${fmt(g.frames / g.batches)} frames per batch (${fmt(g.batches)} batches, ${fmt(g.fsyncs)} fsyncs); ` +
+        `${g.cpuUsPerFrame.toFixed(2)} µs CPU per frame`,
+    );
+    console.log(
+      `  spool           : ${spool.filesystem}, ${spool.settings.segmentBytes / 2 ** 20} MiB segments, bound ${spool.settings.maxBytes / 2 ** 30} GiB (${spool.settings.fullPolicy}), ` +
+        `agent-record v1 payloads of the capture's frames, bursts of 64 KiB, a flush awaited every 4 MiB (as the pipeline)` +
+        (g.dropped > 0 ? `; ${fmt(g.dropped)} frames dropped by the bound (still counted: they were durable)` : ''),
+    );
+    console.log(`baseline, 1 fsync : ${fmt(baseRate)} frames/s, ${fmt(b.fsyncs / b.seconds)} fsyncs/s (appendDurable awaited frame by frame, ${b.seconds.toFixed(1)} s)`);
+    console.log(`ratio             : group commit appends ${(rate / baseRate).toFixed(0)}× as many frames/s as one fsync per frame`);
+  }
+  if (catchUp) {
+    const r = catchUp.result;
+    const c = r.counters;
+    const u = r.config.uplink;
+    console.log(
+      `catch-up          : ${fmt(r.frames / r.catchUpSeconds)} frames/s, ${fmt(catchUp.rows / r.catchUpSeconds)} rows/s ` +
+        `(${fmt(r.frames)} frames spooled during the outage = ${CATCHUP_REPLAYS} replay(s), ${fmt(catchUp.rows)} rows in narrow_samples = what the decoder makes of them, ` +
+        `in ${r.catchUpSeconds.toFixed(1)} s from the first frame sent to the last acknowledged)`,
+    );
+    console.log(
+      `  outage          : spool filled in ${r.fillSeconds.toFixed(1)} s (${fmt(r.frames / r.fillSeconds)} frames/s) while ${r.failuresDuringOutage} uplink attempt(s) failed; ` +
+        `${r.reconnectSeconds.toFixed(2)} s from the cloud listening again to the first frame sent (back-off, dataset registration)`,
+    );
+    console.log(
+      `  uplink          : agent defaults — sessions of ≤ ${fmt(u.sessionMaxFrames)} frames or ${u.sessionMaxMs} ms, ${u.batchPoints}-point batches, ` +
+        `${u.maxSessionsInFlight} sessions awaiting their answer per system id, session deadline ${u.sessionTimeoutMs / 1000} s; ` +
+        `--retry-max-seconds ${r.config.cloud.retryMaxMs / 1000}; ${r.systems.length} system id(s) → ${r.systems.length} dataset(s)`,
+    );
+    console.log(
+      `  sessions        : ${fmt(c.sessions)} answered (${fmt(c.confirmed / Math.max(1, c.sessions))} frames each), ${fmt(c.sent)} frames sent, ` +
+        `${fmt(c.written)} written, ${fmt(c.duplicates)} duplicates`,
+    );
+    const per = (ms: number) => ((ms / r.frames) * 1000).toFixed(1);
+    console.log(`  CPU per 1,000 frames: agent ${per(catchUp.cpu.agent)} ms, server ${per(catchUp.cpu.server)} ms, Postgres ${per(catchUp.cpu.postgres)} ms (cloud up → all acknowledged)`);
+  }
+  if (spool) {
+    const rate = spool.groupCommit.frames / spool.groupCommit.seconds;
+    console.log(`targets (agent)   : spool append ≥ 100,000 frames/s ${rate >= 100_000 ? 'met' : 'MISSED'}`);
+  }
+}
+
+// ---- Run -------------------------------------------------------------------------------------------------
+
+checkEncoder();
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+/** rowsBefore[i]: rows the capture's frames before frame i decode into. */
+const rowsBefore = (() => {
+  const batch = new NarrowBatch();
+  const out = new Float64Array(frames.length + 1);
+  frames.forEach((f, i) => {
+    batch.add(f.frame.bytes, f.receivedUs, i + 1, 0, () => '', i);
+    out[i + 1] = batch.rows;
+  });
+  return out;
+})();
+const samplesPerFrame = rowsBefore[frames.length]! / frames.length;
+console.log(
+  `bench:mavlink — arduplane-sitl-vtol.tlog (${fmt(frames.length)} frames, ${samplesPerFrame.toFixed(2)} rows/frame) replayed through StreamSubmit, ` +
+    `${STREAMS} stream(s) × ${BATCH}-frame messages, ${SECONDS} s per phase, server in a child process; phases: ${[...PHASES].join(', ')}`,
+);
+
+const capture = { frames, replaySpanUs: REPLAY_SPAN_US };
+// The disk first, while the database is quiet.
+const spool = PHASES.has('spool') ? await spoolAppendPhase(capture, { seconds: SPOOL_SECONDS, baselineSeconds: SPOOL_BASELINE_SECONDS, parentDir: SPOOL_PARENT }) : null;
+
+let catchUp: CatchUpRun | null = null;
+if (PHASES.has('server') || PHASES.has('catchup')) {
+  const database = await createTestDatabase();
+  const server = await startServerProcess(database.url, 'debug');
+  const { apiKey, handle } = await createOrgAndKey(database.url);
+  /** The cloud that comes back after the outage (set by the catch-up phase). */
+  const afterOutage: { server: BenchServer | null } = { server: null };
+  try {
+    // Created while a cloud is up: the agent needs the experiment before the outage.
+    const catchUpExperiment = PHASES.has('catchup') ? await api(server.httpUrl, apiKey, '/api/experiments/create', { name: 'agent catch-up bench' }) : null;
+    if (PHASES.has('server')) await serverPhases(database, server, apiKey, handle);
+    await server.stop();
+    if (catchUpExperiment) catchUp = await catchUpRun(database, apiKey, catchUpExperiment.id, afterOutage);
+  } finally {
+    await server.stop();
+    await afterOutage.server?.stop();
+    await handle.close();
+    await database.drop();
+  }
+}
+printAgentPhases(spool, catchUp);

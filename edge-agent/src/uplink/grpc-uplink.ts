@@ -70,6 +70,9 @@ const DEFAULTS = {
   stopGraceMs: 2000,
 } as const;
 
+/** The defaults above, for the benchmark to print what it ran with. */
+export const GRPC_UPLINK_DEFAULTS = DEFAULTS;
+
 /** How long a newly queued link event waits for its companion before it is annotated, ms. */
 const EVENT_COALESCE_MS = 250;
 
