@@ -6,11 +6,11 @@ import {
   jetstreamManager,
   RetentionPolicy,
   StorageType,
-  type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.ts';
 import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
@@ -32,6 +32,13 @@ const WORKING_EVERY_MS = 20_000;
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 /** A handler that throws is looked at again after this long. */
 const ERROR_RETRY_MS = 5000;
+/**
+ * How long one pull waits on the server for messages. Stop waits for the open pull to end, so this
+ * bounds that wait; an idle process asks again this often (JetStream's minimum is 1 s).
+ */
+const FETCH_EXPIRES_MS = 2000;
+/** A pull that failed (NATS restarting) is tried again after this long. */
+const PULL_RETRY_MS = 1000;
 
 /**
  * JetStream work-queue stream + one durable pull consumer shared by every cloud process: each message
@@ -45,13 +52,14 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
   readonly #logger: Logger;
-  #messages: ConsumerMessages | undefined;
   #loop: Promise<void> | undefined;
   readonly #inFlight = new Set<Promise<void>>();
-  #servers: string[] = [];
   #stopping = false;
-  /** Ack subjects of messages fetched but not started when stop began. */
-  readonly #unstarted: string[] = [];
+  #stop: () => void = () => {};
+  /** Settles when stop() begins, to wake a loop waiting for a free slot or a retry. */
+  readonly #stopSignal = new Promise<void>((resolve) => (this.#stop = resolve));
+  /** Messages the last pull delivered after stop began: handed back, never started. */
+  readonly #unstarted: JsMsg[] = [];
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, namespace: string, logger: Logger) {
     this.#nc = nc;
@@ -73,7 +81,6 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     try {
       const jsm = await jetstreamManager(nc);
       const queue = new NatsDeliveryQueue(nc, jsm, input.namespace, input.logger);
-      queue.#servers = servers;
       await queue.#ensureStreamAndConsumer();
       void queue.#watchStatus();
       return queue;
@@ -129,24 +136,28 @@ export class NatsDeliveryQueue implements DeliveryQueue {
 
   async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {
     const consumer = await this.#js.consumers.get(this.names.stream, this.names.consumer);
-    // max_messages sizes each pull; it does not bound our buffer. The consumer pulls again as messages
-    // arrive (at 75 % of it), not as handlers finish, so while every slot is busy messages queue here,
-    // up to the consumer's max_ack_pending (server default 1,000). One that waits past its ack wait is
-    // redelivered, possibly to another process; the lease in deliver.ts keeps that to one attempt.
-    const messages = await consumer.consume({ max_messages: options.concurrency });
-    this.#messages = messages;
+    // Pull only for free handler slots: every message we receive can start at once, so none waits in a
+    // buffer burning its ack wait, and at stop nothing is held that another process could be running.
     this.#loop = (async () => {
-      for await (const msg of messages) {
-        while (this.#inFlight.size >= options.concurrency) await Promise.race(this.#inFlight);
-        if (this.#stopping) {
-          // Fetched but not started: handed back by stop(), for another process or our next start.
-          const reply = (msg as JsMsg & { reply?: string }).reply;
-          if (reply) this.#unstarted.push(reply);
-          else msg.nak();
-          continue;
+      while (!this.#stopping) {
+        while (this.#inFlight.size >= options.concurrency && !this.#stopping) await Promise.race([...this.#inFlight, this.#stopSignal]);
+        if (this.#stopping) break;
+        try {
+          const batch = await consumer.fetch({ max_messages: options.concurrency - this.#inFlight.size, expires: FETCH_EXPIRES_MS });
+          // The pull stays open on the server until it is filled or expires, even after stop() begins:
+          // what arrives then is kept, not started, and handed back once the pull has ended.
+          for await (const msg of batch) {
+            if (this.#stopping) this.#unstarted.push(msg);
+            else {
+              const run = this.#handle(msg, handler).finally(() => this.#inFlight.delete(run));
+              this.#inFlight.add(run);
+            }
+          }
+        } catch (err) {
+          // NATS restarting or unreachable: the messages stay in the stream; pull again shortly.
+          this.#logger.warn({ err }, 'JetStream pull failed; pulling again');
+          await Promise.race([sleep(PULL_RETRY_MS), this.#stopSignal]);
         }
-        const run = this.#handle(msg, handler).finally(() => this.#inFlight.delete(run));
-        this.#inFlight.add(run);
       }
     })();
   }
@@ -176,27 +187,19 @@ export class NatsDeliveryQueue implements DeliveryQueue {
 
   /**
    * Stop pulling, let the attempts in flight finish (their acks and naks are flushed by the drain), and
-   * hand back what was fetched but not started. Those NAKs go out on a fresh connection after ours has
-   * closed: sent while our pull requests are still open on the server, a NAK'd message can be handed
-   * straight back into one of them (seen with nats-server 2.9) and then sits out the 60 s ack wait.
+   * hand back what the last pull delivered after stop began. The NAKs go out only once that pull has
+   * ended: sent while a pull request of ours is still open, a NAK'd message can be handed straight back
+   * into it (seen with nats-server 2.9), where nobody would start it before its ack wait ran out.
    */
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.#stop();
     const inFlight = this.#inFlight.size;
-    await this.#messages?.close();
     await this.#loop;
     await Promise.all(this.#inFlight);
-    if (!this.#nc.isClosed()) await this.#nc.drain();
     const handedBack = this.#unstarted.length;
-    if (handedBack > 0) {
-      try {
-        const nc = await connect({ servers: this.#servers, name: 'sortie-cloud-stop', maxReconnectAttempts: 0 });
-        for (const reply of this.#unstarted.splice(0)) nc.publish(reply, '-NAK');
-        await nc.drain();
-      } catch (err) {
-        this.#logger.warn({ err, handedBack }, 'could not hand back unstarted deliveries; JetStream redelivers them after the ack wait');
-      }
-    }
+    for (const msg of this.#unstarted.splice(0)) msg.nak();
+    if (!this.#nc.isClosed()) await this.#nc.drain();
     this.#logger.info({ attemptsFinished: inFlight, handedBack }, 'delivery queue stopped');
   }
 
