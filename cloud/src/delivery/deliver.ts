@@ -5,6 +5,7 @@ import { sha256HexSync, signWebhookSync } from '../crypto/node-crypto.ts';
 import type { ArmingRow } from '../db/schema.ts';
 import type { DeliveryOutcome } from '../observability/metrics.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
+import { cachedSecretOpener } from '../webhooks/secret-box.ts';
 import { checkWebhookUrl } from '../webhooks/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
 import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId } from './body.ts';
@@ -43,6 +44,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
     maxBatch,
   });
   const records = new MicroBatcher((items: AttemptRecord[]) => recordAttempts(db, items), { maxBatch });
+  const openSecret = cachedSecretOpener();
 
   const stop = async (jobId: string, reason: string, postSeconds?: number): Promise<JobDecision> => {
     await finishJob(db, { jobId, state: 'abandoned', reason, now: clock.now() });
@@ -86,7 +88,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
         commandDispatchedBody({ command, ackUrl: `${ctx.config.publicUrl}/api/commands/ack`, ackToken, armingExpiresAt: arming.expires_at, sentAt: now }),
       );
       const headers = signWebhookSync({
-        secrets: liveSecrets(endpoint, ctx.secretKey, now),
+        secrets: liveSecrets(endpoint, ctx.secretKey, now, openSecret),
         eventType: COMMAND_DISPATCHED,
         deliveryId: id,
         rawBody: body,

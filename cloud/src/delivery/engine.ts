@@ -10,6 +10,12 @@ import type { DeliveryQueue, QueuedJob } from './queue.ts';
 import { DEFAULT_RELAY, startRelay, type RelayOptions } from './relay.ts';
 import { postWebhook, WebhookAgents } from './send.ts';
 
+/**
+ * How long a publish mark waits for others to share its statement. Well inside the relay's grace
+ * (DEFAULT_RELAY.graceMs), so the relay never republishes a job only because its mark was waiting.
+ */
+const MARK_LINGER_MS = 200;
+
 export interface DeliveryEngineOverrides {
   send?: DeliveryDeps['send'];
   relay?: RelayOptions;
@@ -28,7 +34,10 @@ export class DeliveryEngine {
   readonly #mailer: Mailer | undefined;
   readonly #agents: WebhookAgents;
   #relay: { stop(): Promise<void> } | undefined;
-  /** Marks from many dispatches go to the database together. */
+  /**
+   * Marks from many dispatches go to the database together, gathered for MARK_LINGER_MS: nobody waits on
+   * a mark, and at light load the delivery's lease usually marks the job first anyway.
+   */
   readonly #marks: MicroBatcher<string, undefined>;
   /** Publishes after dispatch not finished yet; stop waits for them so their marks reach the database. */
   readonly #publishing = new Set<Promise<void>>();
@@ -45,7 +54,7 @@ export class DeliveryEngine {
     this.#marks = new MicroBatcher(async (jobIds: string[]) => {
       await markPublished(ctx.db, jobIds, ctx.clock.now());
       return jobIds.map(() => undefined);
-    }, { maxBatch: 1000 });
+    }, { maxBatch: 1000, lingerMs: MARK_LINGER_MS });
     this.#ctx = ctx;
     this.queue = queue;
     this.#deps = deps;

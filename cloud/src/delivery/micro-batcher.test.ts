@@ -41,4 +41,29 @@ describe('MicroBatcher', () => {
     fail = false;
     await expect(b.submit(3)).resolves.toBe(3);
   });
+
+  it('with lingerMs, an idle batcher waits that long and runs what arrived meanwhile as one batch', async () => {
+    const batches: Array<{ items: number[]; at: number }> = [];
+    const started = performance.now();
+    const b = new MicroBatcher<number, number>(async (items) => {
+      batches.push({ items, at: performance.now() - started });
+      return items;
+    }, { maxBatch: 100, lingerMs: 50 });
+    const first = b.submit(1);
+    await new Promise((r) => setTimeout(r, 10));
+    const second = b.submit(2);
+    await Promise.all([first, second]);
+    expect(batches.map((x) => x.items)).toEqual([[1, 2]]);
+    expect(batches[0]!.at).toBeGreaterThanOrEqual(45);
+  });
+
+  it('with lingerMs, a full batch does not wait', async () => {
+    const batches: number[][] = [];
+    const b = new MicroBatcher<number, number>(async (items) => {
+      batches.push(items);
+      return items;
+    }, { maxBatch: 2, lingerMs: 60_000 });
+    await Promise.all([b.submit(1), b.submit(2)]);
+    expect(batches).toEqual([[1, 2]]);
+  });
 });

@@ -2,18 +2,23 @@
  * Turns many concurrent single-item calls into few multi-item calls: while one batch is running, new
  * items wait and go together in the next. Idle, an item waits only for the current turn of the event
  * loop (setImmediate), so light load keeps its latency and heavy load gets bigger batches: the database
- * does one statement for many deliveries instead of one each.
+ * does one statement for many deliveries instead of one each. `lingerMs` makes an idle batcher wait
+ * that long for company instead: for work nobody waits on (marking jobs published), where one
+ * statement a few times a second beats one per item.
  */
 export class MicroBatcher<I, O> {
   readonly #run: (items: I[]) => Promise<O[]>;
   readonly #maxBatch: number;
+  readonly #lingerMs: number;
   #waiting: Array<{ item: I; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
   #running = false;
   #scheduled = false;
+  #linger: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(run: (items: I[]) => Promise<O[]>, options: { maxBatch: number }) {
+  constructor(run: (items: I[]) => Promise<O[]>, options: { maxBatch: number; lingerMs?: number }) {
     this.#run = run;
     this.#maxBatch = options.maxBatch;
+    this.#lingerMs = options.lingerMs ?? 0;
   }
 
   submit(item: I): Promise<O> {
@@ -24,12 +29,25 @@ export class MicroBatcher<I, O> {
   }
 
   #schedule(): void {
-    if (this.#running || this.#scheduled || this.#waiting.length === 0) return;
+    if (this.#running || this.#waiting.length === 0) return;
+    if (this.#scheduled) {
+      // Lingering, and the batch just filled up: go now.
+      if (this.#linger && this.#waiting.length >= this.#maxBatch) {
+        clearTimeout(this.#linger);
+        this.#linger = undefined;
+        setImmediate(() => this.#go());
+      }
+      return;
+    }
     this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      void this.#flush();
-    });
+    if (this.#lingerMs > 0 && this.#waiting.length < this.#maxBatch) this.#linger = setTimeout(() => this.#go(), this.#lingerMs);
+    else setImmediate(() => this.#go());
+  }
+
+  #go(): void {
+    this.#scheduled = false;
+    this.#linger = undefined;
+    void this.#flush();
   }
 
   async #flush(): Promise<void> {

@@ -136,8 +136,9 @@ export function isDeliverable(row: WebhookEndpointRow): boolean {
  * open (now < rotating_until), otherwise one. Throws SecretBoxError if a stored secret cannot be opened
  * (wrong deployment key or an altered row): never sign with something else instead.
  */
-export function liveSecrets(row: WebhookEndpointRow, secretKey: Uint8Array, now: Date): string[] {
-  const secrets = [openSecret(row.secret_ciphertext, secretKey, row.id)];
-  if (overlapOpen(row, now)) secrets.push(openSecret(row.previous_secret_ciphertext!, secretKey, row.id));
+export function liveSecrets(row: WebhookEndpointRow, secretKey: Uint8Array, now: Date, open: typeof openSecret = openSecret): string[] {
+  const secrets = [open(row.secret_ciphertext, secretKey, row.id)];
+  if (overlapOpen(row, now)) secrets.push(open(row.previous_secret_ciphertext!, secretKey, row.id));
   return secrets;
 }
+

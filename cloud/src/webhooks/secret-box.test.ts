@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { generateWebhookSecret } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { openSecret, sealSecret, SecretBoxError } from './secret-box.ts';
+import { cachedSecretOpener, openSecret, sealSecret, SecretBoxError } from './secret-box.ts';
 
 const key = new Uint8Array(randomBytes(32));
 const endpointId = '3f1c7a52-7c4e-4b7e-9d0a-2b9f1e0c5d11';
@@ -65,5 +65,23 @@ describe('secret box', () => {
 
   it('insists on a 32-byte key', () => {
     expect(() => sealSecret('x', new Uint8Array(16), endpointId)).toThrow(/32 bytes/);
+  });
+});
+
+describe('cachedSecretOpener', () => {
+  it('answers what openSecret answers, a rotated secret included, and still refuses what openSecret refuses', () => {
+    const open = cachedSecretOpener(2);
+    const first = generateWebhookSecret();
+    const sealedFirst = sealSecret(first, key, endpointId);
+    expect(open(sealedFirst, key, endpointId)).toBe(first);
+    expect(open(sealedFirst, key, endpointId)).toBe(first);
+    const rotated = generateWebhookSecret();
+    expect(open(sealSecret(rotated, key, endpointId), key, endpointId)).toBe(rotated);
+    // The same sealed text under another endpoint's id is another cache entry, and fails authentication.
+    expect(() => open(sealedFirst, key, '00000000-0000-4000-8000-000000000000')).toThrow(SecretBoxError);
+    // Past `max` the cache starts over and keeps answering correctly.
+    const third = generateWebhookSecret();
+    expect(open(sealSecret(third, key, endpointId), key, endpointId)).toBe(third);
+    expect(open(sealedFirst, key, endpointId)).toBe(first);
   });
 });
