@@ -12,6 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { raceAbort } from '../abort-race.ts';
 import type { Logger } from '../logger.ts';
 import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
 
@@ -55,9 +56,8 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   #loop: Promise<void> | undefined;
   readonly #inFlight = new Set<Promise<void>>();
   #stopping = false;
-  #stop: () => void = () => {};
-  /** Settles when stop() begins, to wake a loop waiting for a free slot or a retry. */
-  readonly #stopSignal = new Promise<void>((resolve) => (this.#stop = resolve));
+  /** Aborted when stop() begins, to wake a loop waiting for a free slot or a retry. */
+  readonly #stopped = new AbortController();
   /** Messages the last pull delivered after stop began: handed back, never started. */
   readonly #unstarted: JsMsg[] = [];
 
@@ -140,7 +140,7 @@ export class NatsDeliveryQueue implements DeliveryQueue {
     // buffer burning its ack wait, and at stop nothing is held that another process could be running.
     this.#loop = (async () => {
       while (!this.#stopping) {
-        while (this.#inFlight.size >= options.concurrency && !this.#stopping) await Promise.race([...this.#inFlight, this.#stopSignal]);
+        while (this.#inFlight.size >= options.concurrency && !this.#stopping) await raceAbort(Promise.race(this.#inFlight), this.#stopped.signal, undefined);
         if (this.#stopping) break;
         try {
           const batch = await consumer.fetch({ max_messages: options.concurrency - this.#inFlight.size, expires: FETCH_EXPIRES_MS });
@@ -156,7 +156,7 @@ export class NatsDeliveryQueue implements DeliveryQueue {
         } catch (err) {
           // NATS restarting or unreachable: the messages stay in the stream; pull again shortly.
           this.#logger.warn({ err }, 'JetStream pull failed; pulling again');
-          await Promise.race([sleep(PULL_RETRY_MS), this.#stopSignal]);
+          await raceAbort(sleep(PULL_RETRY_MS), this.#stopped.signal, undefined);
         }
       }
     })();
@@ -193,7 +193,7 @@ export class NatsDeliveryQueue implements DeliveryQueue {
    */
   async stop(): Promise<void> {
     this.#stopping = true;
-    this.#stop();
+    this.#stopped.abort();
     const inFlight = this.#inFlight.size;
     await this.#loop;
     await Promise.all(this.#inFlight);

@@ -1,6 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect';
 import type { StreamSubmitResponseSchema } from '@sortie/contracts';
+import { raceAbort } from '../../abort-race.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { countsResponse, openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../context.ts';
@@ -43,11 +44,6 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
           ctx.logger.debug({ datasetId, points, rows, ms: +(performance.now() - oldestStaged).toFixed(2) }, 'telemetry batch written');
         };
 
-        let onDrain: (() => void) | undefined;
-        const drained = new Promise<typeof DRAINING>((resolve) => {
-          onDrain = () => resolve(DRAINING);
-          draining.addEventListener('abort', onDrain, { once: true });
-        });
         const iterator = requests[Symbol.asyncIterator]();
         let next: Promise<IteratorResult<AnyStreamSubmitRequest>> | undefined;
         try {
@@ -65,10 +61,10 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
                 timer = setTimeout(resolve, Math.max(0, oldestStaged + GRPC_LIMITS.streamFlushMs - performance.now()), FLUSH_DUE);
               });
               // `next` first: a stream whose client has finished answers OK even while draining.
-              result = await Promise.race([next, due, drained]);
+              result = await raceAbort(Promise.race([next, due]), draining, DRAINING);
               clearTimeout(timer);
             } else {
-              result = await Promise.race([next, drained]);
+              result = await raceAbort(next, draining, DRAINING);
             }
             if (result === DRAINING) continue;
             if (result === FLUSH_DUE) {
@@ -123,7 +119,6 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
             }
           }
         } finally {
-          draining.removeEventListener('abort', onDrain!);
           // A message still being read is abandoned with the stream; its failure must not go unhandled.
           next?.catch(() => {});
         }
