@@ -196,11 +196,11 @@ function esc(text: string): string {
 }
 
 const STYLE = `
-body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;background:#fff;display:grid;grid-template-columns:18rem 1fr;grid-template-areas:"head head" "nav main"}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;background:#fff;display:grid;grid-template-columns:22rem 1fr;grid-template-areas:"head head" "nav main"}
 header{grid-area:head;padding:1rem 2rem;border-bottom:1px solid #d0d7de;background:#f6f8fa}
 header h1{margin:.2rem 0}header small{color:#57606a;font-weight:normal}
 nav{grid-area:nav;padding:1rem;border-right:1px solid #d0d7de;font-size:13px;position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto}
-nav ul{list-style:none;padding-left:.6rem;margin:.2rem 0}nav h2{font-size:15px}
+nav ul{list-style:none;padding-left:.6rem;margin:.2rem 0}nav li{white-space:nowrap}nav h2{font-size:15px}
 main{grid-area:main;padding:1rem 2rem;min-width:0}
 a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
