@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { AppContext } from '../context.ts';
 import { createMailer, type Mailer } from '../notifications/mailer.ts';
 import { createDeliveryHandler, type DeliveryDeps } from './deliver.ts';
-import { loadPendingJobs, markPublished } from './jobs.ts';
+import { loadPendingJobs, markAllPendingUnpublished, markPublished } from './jobs.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
 import { MicroBatcher } from './micro-batcher.ts';
@@ -68,6 +68,12 @@ export class DeliveryEngine {
     const queue: DeliveryQueue = config.natsUrl
       ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger })
       : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
+    if (queue instanceof NatsDeliveryQueue && queue.streamCreated) {
+      const handedBack = await markAllPendingUnpublished(ctx.db);
+      if (handedBack > 0) {
+        logger.warn({ stream: queue.names.stream, jobs: handedBack }, 'delivery stream was missing and is new: pending jobs go back to the relay to be published again');
+      }
+    }
     const mailer = config.smtp.url ? createMailer({ url: config.smtp.url, from: config.smtp.from }) : undefined;
     const agents = new WebhookAgents({ extraCa, timeoutMs: config.webhook.timeoutMs });
     const deps: DeliveryDeps = { ctx, send: overrides.send ?? ((post) => postWebhook(post, agents)), onAttempt: overrides.onAttempt };

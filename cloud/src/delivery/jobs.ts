@@ -27,6 +27,16 @@ export async function markPublished(db: Executor, jobIds: readonly string[], now
 }
 
 /**
+ * After the queue lost every message (NATS came back without its storage): pending jobs count as never
+ * published again, so the relay publishes them anew. A job leased right now keeps its lease; a second
+ * message for it finds the lease and waits its turn. Returns how many jobs went back to the relay.
+ */
+export async function markAllPendingUnpublished(db: Executor): Promise<number> {
+  const result = await sql`update delivery_jobs set published_at = null where state = 'pending' and published_at is not null`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/**
  * Jobs committed but never confirmed published (the process died between commit and publish, or the
  * queue was unreachable), older than `graceMs` by the database's clock so a dispatch still publishing
  * its own jobs is not raced. Oldest first.

@@ -33,6 +33,8 @@ const WORKING_EVERY_MS = 20_000;
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 /** A handler that throws is looked at again after this long. */
 const ERROR_RETRY_MS = 5000;
+/** JetStream API error code: stream not found. */
+const STREAM_NOT_FOUND = 10059;
 /**
  * How long one pull waits on the server for messages. Stop waits for the open pull to end, so this
  * bounds that wait; an idle process asks again this often (JetStream's minimum is 1 s).
@@ -49,6 +51,11 @@ const PULL_RETRY_MS = 1000;
 export class NatsDeliveryQueue implements DeliveryQueue {
   readonly kind = 'jetstream';
   readonly names: ReturnType<typeof jetStreamNames>;
+  /**
+   * True when this start found no stream and made it: a first start, or NATS lost its storage. Either
+   * way no message of any job published before exists any more (DeliveryEngine hands those to the relay).
+   */
+  streamCreated = false;
   readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
@@ -98,6 +105,13 @@ export class NatsDeliveryQueue implements DeliveryQueue {
       storage: StorageType.File,
       duplicate_window: nanos(DUPLICATE_WINDOW_MS),
     };
+    this.streamCreated = await this.#jsm.streams.info(stream).then(
+      () => false,
+      (error: unknown) => {
+        if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return true;
+        throw error;
+      },
+    );
     await addOrUpdate(
       () => this.#jsm.streams.add({ name: stream, ...streamConfig }),
       () => this.#jsm.streams.update(stream, streamConfig),
