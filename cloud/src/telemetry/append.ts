@@ -27,6 +27,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
   const byName = new Map(channels.map((ch) => [ch.name, ch]));
 
   const ignored = new Set<string>();
+  let ignoredValues = 0;
   const details: ErrorDetail[] = [];
   const columns = writableColumns(channels);
   const builder = new WideBatchBuilder(columns);
@@ -44,6 +45,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
         if (UUID.test(key)) {
           // The spec's trap: a channel UUID is not an address. Succeed, write nothing, and say so.
           ignored.add(key);
+          ignoredValues++;
         } else if (CH_N.test(key)) {
           details.push({ field, message: `channel ${key} does not exist in this dataset` });
         } else {
@@ -79,6 +81,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
   const batch = builder.take();
   const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
   await writeWideBatch(ctx.db, target, batch);
+  ctx.metrics.ingested('http', 'wide', { written: batch.cells, duplicates: 0, ignored: ignoredValues }, 1);
   return { rowsWritten: batch.times.length, valuesWritten: batch.cells, ignoredKeys: [...ignored] };
 }
 
