@@ -1,79 +1,33 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { SCOPES } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueApiKey } from '../auth/api-keys.ts';
-import { createOrganization } from '../auth/organizations.ts';
-import { openDatabase, type DatabaseHandle } from '../db/connect.ts';
-import { writeCommandWebhooksEnabled } from '../settings.ts';
-import { eventually, newScenario, RECEIVER_HOST, startDeliveryFixture, verifiedBody } from '../testing/delivery-fixture.ts';
+import { setUpDispatchingOrg, startChildCloudFixture, type ChildCloudFixture } from '../testing/child-cloud-fixture.ts';
+import { eventually, newScenario, startDeliveryFixture, verifiedBody } from '../testing/delivery-fixture.ts';
 import { startHttpsReceiver, type TestReceiver } from '../testing/https-receiver.ts';
+import { startNatsServer, type TestNatsServer } from '../testing/nats-server.ts';
 import { startServiceChild } from '../testing/service-child.ts';
-import { dropDeliveryStream, startNatsServer, TEST_NATS_URL, uniqueNatsNamespace, type TestNatsServer } from '../testing/nats-server.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { makeSelfSignedCertificate, type TestCertificate } from '../testing/tls.ts';
 
 describe('the cloud killed with SIGKILL after a dispatch commits and before it publishes', () => {
-  let testDb: TestDatabase;
-  let database: DatabaseHandle;
-  let cert: TestCertificate;
+  let f: ChildCloudFixture;
   let receiver: TestReceiver;
-  let dataDir: string;
-  const namespace = uniqueNatsNamespace();
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
-    cert = await makeSelfSignedCertificate([RECEIVER_HOST]);
-    receiver = await startHttpsReceiver(cert);
-    dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-crash-'));
+    f = await startChildCloudFixture();
+    receiver = await startHttpsReceiver(f.cert);
   });
   afterAll(async () => {
-    await database?.close();
     await receiver?.close();
-    await cert?.remove();
-    await dropDeliveryStream(TEST_NATS_URL, namespace).catch(() => {});
-    await testDb?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await f?.close();
   });
 
   it('the relay of the restarted process delivers the command', async () => {
-    const env = {
-      SORTIE_DATABASE_URL: testDb.url,
-      SORTIE_DATA_DIR: dataDir,
-      SORTIE_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
-      SORTIE_HTTP_PORT: '0',
-      SORTIE_GRPC_PORT: '0',
-      SORTIE_LOG_LEVEL: 'silent',
-      SORTIE_NATS_URL: TEST_NATS_URL,
-      SORTIE_NATS_NAMESPACE: namespace,
-      SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
-      SORTIE_WEBHOOK_CA_FILE: cert.certFile,
-      SORTIE_TEST_HOSTS: JSON.stringify({ [RECEIVER_HOST]: ['127.0.0.1'] }),
-    };
-    const first = await startServiceChild({ ...env, SORTIE_TEST_CRASH_AFTER_DISPATCH: '1' });
-    database = await openDatabase({ url: testDb.url, dataDir });
-    const db = database.db;
-    const { organizationId, ownerUserId } = await createOrganization(db, 'crash test');
-    const { apiKey } = await issueApiKey(db, { organizationId, userId: ownerUserId, scopes: [...SCOPES] });
-    await writeCommandWebhooksEnabled(db, true, new Date());
-    const call = async (base: string, p: string, body: unknown) => {
-      const r = await fetch(base + p, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return { status: r.status, body: (await r.json()) as any };
-    };
-    const endpoint = await call(first.url, '/api/webhooks/create', { label: 'r', url: `https://${RECEIVER_HOST}:${receiver.port}/hook` });
-    expect(endpoint.status).toBe(201);
-    const exp = await call(first.url, '/api/experiments/create', { name: 'crash' });
-    const reg = await call(first.url, '/api/streams/register', { experimentId: exp.body.id, datasetName: 'vehicle', channels: [{ name: 'alt' }] });
-    expect(reg, JSON.stringify(reg.body)).toMatchObject({ status: 201 });
-    const armed = await call(first.url, '/api/datasets/arm', { datasetId: reg.body.datasetId, ttlSeconds: 3600 });
-    expect(armed, JSON.stringify(armed.body)).toMatchObject({ status: 200 });
-    const created = await call(first.url, '/api/commands/create', { experimentId: exp.body.id, datasetId: reg.body.datasetId, commandText: 'HOLD', relTime: 0 });
+    const first = await startServiceChild(f.env({ SORTIE_TEST_CRASH_AFTER_DISPATCH: '1' }));
+    const db = f.database.db;
+    const org = await setUpDispatchingOrg(f, first.url, receiver.port, 'crash test');
+    const created = await org.call(first.url, '/api/commands/create', { experimentId: org.experimentId, datasetId: org.datasetId, commandText: 'HOLD', relTime: 0 });
     expect(created.status).toBe(201);
     const commandId = created.body.id as string;
 
     // The dispatch commits, then the process dies before answering or publishing.
-    await expect(call(first.url, '/api/commands/dispatch', { commandId })).rejects.toThrow();
+    await expect(org.call(first.url, '/api/commands/dispatch', { commandId })).rejects.toThrow();
     expect(await first.exited).toBe('SIGKILL');
     const job = await db.selectFrom('delivery_jobs').selectAll().where('command_id', '=', commandId).executeTakeFirstOrThrow();
     expect(job.published_at).toBeNull();
@@ -82,11 +36,10 @@ describe('the cloud killed with SIGKILL after a dispatch commits and before it p
     expect(command.status).toBe('queued');
     expect(receiver.requests).toHaveLength(0);
 
-    const second = await startServiceChild(env);
+    const second = await startServiceChild(f.env());
     try {
       const [req] = await receiver.waitForRequests(1, 20_000);
-      const secret = endpoint.body.secret as string;
-      expect((await verifiedBody(req!, secret)).command.id).toBe(commandId);
+      expect((await verifiedBody(req!, org.secret)).command.id).toBe(commandId);
       const done = await eventually(async () => {
         const row = await db.selectFrom('delivery_jobs').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
         return row.state === 'delivered' ? row : undefined;

@@ -1,18 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { SCOPES } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '../auth/api-keys.ts';
 import { createOrganization } from '../auth/organizations.ts';
-import { openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { writeCommandWebhooksEnabled } from '../settings.ts';
+import { startChildCloudFixture, type ChildCloudFixture } from '../testing/child-cloud-fixture.ts';
 import { eventually, RECEIVER_HOST, verifiedBody } from '../testing/delivery-fixture.ts';
 import { startHttpsReceiver, type ReceivedRequest, type TestReceiver } from '../testing/https-receiver.ts';
-import { dropDeliveryStream, freePort, TEST_NATS_URL, uniqueNatsNamespace } from '../testing/nats-server.ts';
+import { freePort } from '../testing/nats-server.ts';
 import { startServiceChild, type ServiceChild } from '../testing/service-child.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { makeSelfSignedCertificate, type TestCertificate } from '../testing/tls.ts';
 
 /** An organization set up for dispatching: one endpoint on `receiver`, an armed dataset. */
 interface Tenant {
@@ -49,17 +44,13 @@ async function inParallel<T, R>(items: readonly T[], limit: number, fn: (item: T
 }
 
 describe('two cloud processes on one Postgres and one NATS', () => {
-  let testDb: TestDatabase;
-  let database: DatabaseHandle;
-  let cert: TestCertificate;
+  let f: ChildCloudFixture;
   /** Acks every delivery through the process that did not send it. */
   let acking: TestReceiver;
   /** Answers 200 and never acks, so its commands time out. */
   let silent: TestReceiver;
-  let dataDir: string;
   let a: ServiceChild;
   let b: ServiceChild;
-  const namespace = uniqueNatsNamespace();
   const tenants: { acking?: Tenant; silent?: Tenant } = {};
 
   const api = (base: string, p: string, key: string, body: unknown) => post(base, p, body, { 'x-api-key': key });
@@ -72,7 +63,7 @@ describe('two cloud processes on one Postgres and one NATS', () => {
   const dispatch = (base: string, t: Tenant, commandId: string, ackTimeoutSeconds = 600) =>
     api(base, '/api/commands/dispatch', t.key, { commandId, ackTimeoutSeconds });
   const statuses = async (ids: readonly string[]) =>
-    new Map((await database.db.selectFrom('commands').select(['id', 'status']).where('id', 'in', ids).execute()).map((r) => [r.id, r.status]));
+    new Map((await f.database.db.selectFrom('commands').select(['id', 'status']).where('id', 'in', ids).execute()).map((r) => [r.id, r.status]));
   const allAcked = (ids: readonly string[], timeoutMs: number) =>
     eventually(
       async () => {
@@ -84,8 +75,8 @@ describe('two cloud processes on one Postgres and one NATS', () => {
     );
 
   async function setUpTenant(name: string, receiver: TestReceiver): Promise<Tenant> {
-    const { organizationId, ownerUserId } = await createOrganization(database.db, name);
-    const { apiKey: key } = await issueApiKey(database.db, { organizationId, userId: ownerUserId, scopes: [...SCOPES] });
+    const { organizationId, ownerUserId } = await createOrganization(f.database.db, name);
+    const { apiKey: key } = await issueApiKey(f.database.db, { organizationId, userId: ownerUserId, scopes: [...SCOPES] });
     const endpoint = ok(await api(a.url, '/api/webhooks/create', key, { label: name, url: `https://${RECEIVER_HOST}:${receiver.port}/hook` }), 201);
     const exp = ok(await api(b.url, '/api/experiments/create', key, { name }), 201);
     const reg = ok(await api(a.url, '/api/streams/register', key, { experimentId: exp.id, datasetName: 'vehicle', channels: [{ name: 'alt' }] }), 201);
@@ -99,33 +90,21 @@ describe('two cloud processes on one Postgres and one NATS', () => {
   const ackAnswers: Array<{ via: 'a' | 'b'; status: number | string }> = [];
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
-    cert = await makeSelfSignedCertificate([RECEIVER_HOST]);
-    acking = await startHttpsReceiver(cert);
-    silent = await startHttpsReceiver(cert);
-    dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-replicas-'));
-    const env = {
-      SORTIE_DATABASE_URL: testDb.url,
-      SORTIE_DATA_DIR: dataDir,
-      SORTIE_SECRET_KEY: Buffer.alloc(32, 5).toString('base64'),
-      SORTIE_GRPC_PORT: '0',
+    f = await startChildCloudFixture();
+    acking = await startHttpsReceiver(f.cert);
+    silent = await startHttpsReceiver(f.cert);
+    const env = f.env({
       // info: the sweeper's and the shutdown's log lines are what the tests read.
       SORTIE_LOG_LEVEL: 'info',
-      SORTIE_NATS_URL: TEST_NATS_URL,
-      SORTIE_NATS_NAMESPACE: namespace,
-      SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
-      SORTIE_WEBHOOK_CA_FILE: cert.certFile,
       SORTIE_WEBHOOK_RETRY_SCHEDULE: '200ms',
       SORTIE_WEBHOOK_TIMEOUT_MS: '5000',
       SORTIE_SHUTDOWN_GRACE_SECONDS: '20',
-      SORTIE_TEST_HOSTS: JSON.stringify({ [RECEIVER_HOST]: ['127.0.0.1'] }),
-    };
+    });
     const [portA, portB] = [await freePort(), await freePort()];
     // Started together: both migrate the fresh database and create the stream and consumer at once.
     const start = (port: number) => startServiceChild({ ...env, SORTIE_HTTP_PORT: String(port), SORTIE_PUBLIC_URL: `http://127.0.0.1:${port}` });
     [a, b] = await Promise.all([start(portA), start(portB)]);
-    database = await openDatabase({ url: testDb.url, dataDir });
-    await writeCommandWebhooksEnabled(database.db, true, new Date());
+    await writeCommandWebhooksEnabled(f.database.db, true, new Date());
     tenants.acking = await setUpTenant('acking', acking);
     tenants.silent = await setUpTenant('silent', silent);
 
@@ -151,13 +130,9 @@ describe('two cloud processes on one Postgres and one NATS', () => {
         await child.exited;
       }
     }
-    await database?.close();
     await acking?.close();
     await silent?.close();
-    await cert?.remove();
-    await dropDeliveryStream(TEST_NATS_URL, namespace).catch(() => {});
-    await testDb?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await f?.close();
   }, 30_000);
 
   it('500 dispatches spread over both are all delivered and acked; racing dispatches have one winner; timeouts are swept once', async () => {
@@ -183,7 +158,7 @@ describe('two cloud processes on one Postgres and one NATS', () => {
 
     const all = [...ids, ...racing];
     await allAcked(all, 45_000);
-    const jobs = await database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', all).execute();
+    const jobs = await f.database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', all).execute();
     expect(jobs).toHaveLength(all.length);
     expect(new Set(jobs.map((j) => j.command_id)).size).toBe(all.length);
     expect(jobs.every((j) => j.state === 'delivered')).toBe(true);
@@ -267,7 +242,7 @@ describe('two cloud processes on one Postgres and one NATS', () => {
     for (const r of await inParallel(refused, 8, (id) => dispatch(b.url, t, id))) ok(r, 200);
     await allAcked(ids, 45_000);
     // No attempt was cut off by the shutdown: every recorded attempt got the receiver's 200.
-    const attempts = await database.db.selectFrom('delivery_attempts').select(['command_id', 'status_code', 'error']).where('command_id', 'in', ids).execute();
+    const attempts = await f.database.db.selectFrom('delivery_attempts').select(['command_id', 'status_code', 'error']).where('command_id', 'in', ids).execute();
     expect(attempts.filter((x) => x.status_code !== 200)).toEqual([]);
 
     const phases = a.logs().map((l) => l.msg as string).filter((m) => m.startsWith('shutdown:') || m === 'delivery queue stopped');
