@@ -62,9 +62,11 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   readonly #logger: Logger;
   #loop: Promise<void> | undefined;
   readonly #inFlight = new Set<Promise<void>>();
-  #stopping = false;
   /** Aborted when stop() begins, to wake a loop waiting for a free slot or a retry. */
   readonly #stopped = new AbortController();
+  get #stopping(): boolean {
+    return this.#stopped.signal.aborted;
+  }
   /** Messages the last pull delivered after stop began: handed back, never started. */
   readonly #unstarted: JsMsg[] = [];
 
@@ -206,7 +208,6 @@ export class NatsDeliveryQueue implements DeliveryQueue {
    * into it (seen with nats-server 2.9), where nobody would start it before its ack wait ran out.
    */
   async stop(): Promise<void> {
-    this.#stopping = true;
     this.#stopped.abort();
     const inFlight = this.#inFlight.size;
     await this.#loop;
