@@ -89,7 +89,11 @@ export class WebhookAgents {
  */
 export async function postWebhook(post: WebhookPost, agents: WebhookAgents): Promise<WebhookAnswer> {
   const started = performance.now();
-  const signal = AbortSignal.timeout(post.timeoutMs);
+  // A timer cleared when the attempt ends, not AbortSignal.timeout: that one keeps its signal, timer and
+  // finalizer registration alive for the full 10 s after an attempt of a few milliseconds.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), post.timeoutMs);
+  const signal = controller.signal;
   const elapsed = () => Math.round(performance.now() - started);
   try {
     const dispatcher = agents.get(post.hostname, post.addresses);
@@ -109,6 +113,8 @@ export async function postWebhook(post: WebhookPost, agents: WebhookAgents): Pro
     };
   } catch (error) {
     return { response: '', error: describeNetworkError(error, signal, post.timeoutMs), durationMs: elapsed() };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { armingRoutes } from '../arming/routes.ts';
 import { channelsRoutes } from '../channels/routes.ts';
 import { commandsRoutes, type CommandRouteHooks } from '../commands/routes.ts';
@@ -15,6 +14,7 @@ import { operationsRoutes } from '../observability/routes.ts';
 import { templatesRoutes } from '../templates/routes.ts';
 import { webhooksRoutes } from '../webhooks/routes.ts';
 import { ApiError } from './api-error.ts';
+import { bodyLimit } from './body-limit.ts';
 import type { AppEnv } from './app-env.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { renderError } from './render-error.ts';

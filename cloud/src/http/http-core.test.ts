@@ -57,6 +57,33 @@ describe('HTTP core', () => {
     expect(response.body.error.message).toContain('2048');
   });
 
+  // A streamed body has no Content-Length: the limit is counted as it arrives (body-limit.ts).
+  const chunked = (text: string) =>
+    fetch(`${t.service.httpUrl}/api/experiments/create`, {
+      method: 'POST',
+      headers: { 'x-api-key': org.key, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(controller) {
+          const bytes = new TextEncoder().encode(text);
+          for (let i = 0; i < bytes.length; i += 500) controller.enqueue(bytes.subarray(i, i + 500));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+
+  it('answers an oversized chunked body with 413 payload_too_large', async () => {
+    const response = await chunked(JSON.stringify({ name: 'x', description: 'y'.repeat(4000) }));
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('payload_too_large');
+  });
+
+  it('takes a chunked body within the limit', async () => {
+    const response = await chunked(JSON.stringify({ name: 'chunked', description: 'y'.repeat(1500) }));
+    expect(response.status).toBe(201);
+    expect(((await response.json()) as { name: string }).name).toBe('chunked');
+  });
+
   it('answers an unexpected fault with 500 internal_error and no stack trace', async () => {
     const other = await startTestService();
     try {
