@@ -44,6 +44,21 @@ export function postgresCpuMs(database: string): number {
   return total;
 }
 
+/** CPU time (ms) of every process whose executable's name is `name` (e.g. `nats-server`). */
+export function namedProcessCpuMs(name: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue;
+      total += processCpuMs(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return total;
+}
+
 /** CPU time (ms) of this process. */
 export function ownCpuMs(): number {
   const usage = process.cpuUsage();

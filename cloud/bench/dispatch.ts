@@ -9,9 +9,15 @@
  *   sustained deliveries/s at the receiver.
  * Baseline, same run: a bare undici POST loop (keep-alive, same concurrency, same body size) to the
  *   same receiver: what the receiver and TLS allow at all.
+ * Floor, same run: the least any implementation of the spec's delivery guarantees does per webhook
+ *   (delivery-floor.ts): outbox row, JetStream publish, pull, POST, attempt row, ack — no engine logic.
+ *
+ * CPU time of each party (/proc) is read around every phase and printed per delivery: where a
+ * 2-core machine's time goes, and what that allows at most.
  *
  * Targets (issue 4): dispatch p99 ≤ 10 ms; receipt p50 ≤ 15 ms, p99 ≤ 50 ms at 200/s; ≥ 1,000
- * deliveries/s and ≥ 50 % of the baseline. Env: BENCH_SECONDS (phase 1 length, default 15).
+ * deliveries/s and ≥ 50 % of the baseline. Env: BENCH_SECONDS (phase 1 length, default 15),
+ * BENCH_FLOOR_BATCH (64) and BENCH_FLOOR_WORKERS (4): the floor's pull size and concurrent pullers.
  */
 import { createServer } from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +34,8 @@ import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../src/t
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
 import { makeSelfSignedCertificate } from '../src/testing/tls.ts';
+import { runDeliveryFloor } from './delivery-floor.ts';
+import { namedProcessCpuMs, ownCpuMs, postgresCpuMs, processCpuMs } from './bench-env.ts';
 
 const HOST = 'receiver.test';
 const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -36,6 +44,8 @@ const FANOUT = 10;
 const PHASE2_COMMANDS = 2500;
 const DISPATCH_CONCURRENCY = 16;
 const BASELINE_SECONDS = 10;
+const FLOOR_BATCH = Number(process.env.BENCH_FLOOR_BATCH ?? 64);
+const FLOOR_WORKERS = Number(process.env.BENCH_FLOOR_WORKERS ?? 4);
 
 const now = () => performance.timeOrigin + performance.now();
 const pct = (xs: number[], p: number) => {
@@ -166,6 +176,18 @@ async function dispatch(key: string, commandId: string): Promise<number> {
   return now() - started;
 }
 
+/** CPU ms so far of each party: the cloud, its Postgres backends, the NATS server, this process (driver + receiver). */
+function cpuNow() {
+  return { cloud: processCpuMs(child.process.pid!), postgres: postgresCpuMs(testDb.name), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+}
+type Cpu = ReturnType<typeof cpuNow>;
+const cpuPer = (before: Cpu, count: number) => {
+  const after = cpuNow();
+  const per = (k: keyof Cpu) => Number(((after[k] - before[k]) / count).toFixed(3));
+  const r = { cloud: per('cloud'), postgres: per('postgres'), nats: per('nats'), bench: per('bench') };
+  return { ...r, total: Number((r.cloud + r.postgres + r.nats + r.bench).toFixed(3)) };
+};
+
 async function waitUntil(check: () => boolean, timeoutMs: number) {
   const until = Date.now() + timeoutMs;
   while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
@@ -182,6 +204,7 @@ try {
   log(`phase 1: ${total1} dispatches at ${PHASE1_RATE}/s`);
   const sentAt = new Map<string, number>();
   const requestMs: number[] = [];
+  const cpu1 = cpuNow();
   const start1 = now();
   const inflight: Promise<void>[] = [];
   for (let i = 0; i < total1; i++) {
@@ -196,6 +219,7 @@ try {
   await waitUntil(() => ids1.slice(0, total1).every((id) => receipts.has(id)), 30_000);
   const receiptMs = ids1.slice(0, total1).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
   const achievedRate = total1 / ((now() - start1) / 1000);
+  const cpuPerDispatch = cpuPer(cpu1, total1);
 
   // ---- phase 2: sustained deliveries/s ----------------------------------------------------------
   const fanOrg = await setupOrg(FANOUT);
@@ -203,6 +227,7 @@ try {
   const expected = PHASE2_COMMANDS * FANOUT;
   log(`phase 2: ${PHASE2_COMMANDS} dispatches × ${FANOUT} endpoints = ${expected} deliveries`);
   const receivedBefore = received;
+  const cpu2 = cpuNow();
   const start2 = now();
   let next = 0;
   await Promise.all(
@@ -214,6 +239,7 @@ try {
   await waitUntil(() => received - receivedBefore >= expected, 120_000);
   const deliveredIn = (now() - start2) / 1000;
   const delivered = received - receivedBefore;
+  const cpuPerDelivery = cpuPer(cpu2, delivered);
   const deliveriesPerSecond = delivered / deliveredIn;
 
   // ---- baseline: bare undici POSTs to the same receiver ------------------------------------------
@@ -241,7 +267,24 @@ try {
     return (received - before) / ((now() - start) / 1000);
   };
   const baselineSequential = await postLoop(1, BASELINE_SECONDS);
+  const cpu3 = cpuNow();
+  const before3 = received;
   const baselinePerSecond = await postLoop(32, BASELINE_SECONDS);
+  const cpuPerPost = cpuPer(cpu3, received - before3);
+  const cpu4 = cpuNow();
+  const floor = await runDeliveryFloor({
+    db,
+    natsUrl: TEST_NATS_URL,
+    namespace,
+    url: `https://127.0.0.1:${receiverPort}/baseline`,
+    dispatcher: baselineAgent,
+    body: sampleBody,
+    count: expected,
+    batch: FLOOR_BATCH,
+    workers: FLOOR_WORKERS,
+  });
+  const cpuPerFloorDelivery = cpuPer(cpu4, floor.delivered);
+  const floorPerSecond = floor.delivered / floor.seconds;
   await baselineAgent.close();
 
   const result = {
@@ -251,6 +294,7 @@ try {
       dispatchRequestMs: { p50: pct(requestMs, 50), p99: pct(requestMs, 99) },
       dispatchToReceiptMs: { p50: pct(receiptMs, 50), p99: pct(receiptMs, 99) },
       receipts: receiptMs.length,
+      cpuMsPerDispatch: cpuPerDispatch,
     },
     phase2: {
       dispatches: PHASE2_COMMANDS,
@@ -259,11 +303,19 @@ try {
       dispatchSeconds: Number(dispatchedIn.toFixed(2)),
       deliverySeconds: Number(deliveredIn.toFixed(2)),
       deliveriesPerSecond: Math.round(deliveriesPerSecond),
+      cpuMsPerDelivery: cpuPerDelivery,
     },
-    baseline: { sequentialPostsPerSecond: Math.round(baselineSequential), concurrentPostsPerSecond: Math.round(baselinePerSecond) },
+    baseline: {
+      sequentialPostsPerSecond: Math.round(baselineSequential),
+      concurrentPostsPerSecond: Math.round(baselinePerSecond),
+      cpuMsPerPost: cpuPerPost,
+    },
+    floor: { delivered: floor.delivered, deliveriesPerSecond: Math.round(floorPerSecond), cpuMsPerDelivery: cpuPerFloorDelivery },
     ratio: {
       vsSequential: Number((deliveriesPerSecond / baselineSequential).toFixed(3)),
       vsConcurrent: Number((deliveriesPerSecond / baselinePerSecond).toFixed(3)),
+      floorVsSequential: Number((floorPerSecond / baselineSequential).toFixed(3)),
+      vsFloor: Number((deliveriesPerSecond / floorPerSecond).toFixed(3)),
     },
   };
   console.log(JSON.stringify(result, null, 2));
@@ -275,6 +327,15 @@ try {
       `deliveries sustained    ${result.phase2.deliveriesPerSecond}/s (target ≥ 1000/s)`,
       `baseline undici POSTs   one loop ${result.baseline.sequentialPostsPerSecond}/s (ratio ${(result.ratio.vsSequential * 100).toFixed(1)} %), ` +
         `32 loops ${result.baseline.concurrentPostsPerSecond}/s (ratio ${(result.ratio.vsConcurrent * 100).toFixed(1)} %)   (target ≥ 50 %)`,
+      `durable floor           ${result.floor.deliveriesPerSecond}/s = ${(result.ratio.floorVsSequential * 100).toFixed(1)} % of one undici loop; ` +
+        `the engine reaches ${(result.ratio.vsFloor * 100).toFixed(1)} % of the floor`,
+      `CPU ms per delivery     cloud ${cpuPerDelivery.cloud}, Postgres ${cpuPerDelivery.postgres}, NATS ${cpuPerDelivery.nats}, ` +
+        `driver+receiver ${cpuPerDelivery.bench}: ${cpuPerDelivery.total} in all (2 cores: at most ${Math.round(2000 / cpuPerDelivery.total)}/s)`,
+      `CPU ms per bare POST    client+receiver ${cpuPerPost.bench} (2 cores: at most ${Math.round(2000 / cpuPerPost.total)}/s)`,
+      `CPU ms per floor job    Postgres ${cpuPerFloorDelivery.postgres}, NATS ${cpuPerFloorDelivery.nats}, bench ${cpuPerFloorDelivery.bench}: ` +
+        `${cpuPerFloorDelivery.total} in all (2 cores: at most ${Math.round(2000 / cpuPerFloorDelivery.total)}/s)`,
+      `CPU ms per dispatch     at ${result.phase1.rate}/s, with its delivery: cloud ${cpuPerDispatch.cloud}, Postgres ${cpuPerDispatch.postgres}, ` +
+        `NATS ${cpuPerDispatch.nats}, driver+receiver ${cpuPerDispatch.bench}`,
     ].join('\n'),
   );
 } finally {
