@@ -25,18 +25,13 @@ export function processCpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/**
- * CPU time (ms) of the PostgreSQL backends serving `database` (their command line names it). Other
- * databases' backends — other work on a shared machine — are left out.
- */
-export function postgresCpuMs(database: string): number {
+/** CPU time (ms) summed over the processes `matches` picks by pid; a process that ends meanwhile is skipped. */
+function matchingProcessesCpuMs(matches: (pid: string) => boolean): number {
   let total = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (!cmdline.startsWith('postgres:') || !cmdline.includes(` ${database} `)) continue;
-      total += processCpuMs(Number(entry));
+      if (matches(entry)) total += processCpuMs(Number(entry));
     } catch {
       // the process ended while we looked
     }
@@ -44,19 +39,20 @@ export function postgresCpuMs(database: string): number {
   return total;
 }
 
+/**
+ * CPU time (ms) of the PostgreSQL backends serving `database` (their command line names it). Other
+ * databases' backends — other work on a shared machine — are left out.
+ */
+export function postgresCpuMs(database: string): number {
+  return matchingProcessesCpuMs((pid) => {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.startsWith('postgres:') && cmdline.includes(` ${database} `);
+  });
+}
+
 /** CPU time (ms) of every process whose executable's name is `name` (e.g. `nats-server`). */
 export function namedProcessCpuMs(name: string): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue;
-      total += processCpuMs(Number(entry));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return total;
+  return matchingProcessesCpuMs((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name);
 }
 
 /** CPU time (ms) of this process. */
