@@ -20,24 +20,19 @@
  * BENCH_FLOOR_BATCH (64) and BENCH_FLOOR_WORKERS (4): the floor's pull size and concurrent pullers.
  */
 import { createServer } from 'node:https';
-import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { SCOPES } from '@sortie/contracts';
 import { Agent, Pool, request } from 'undici';
 import { issueApiKey } from '../src/auth/api-keys.ts';
 import { createOrganization } from '../src/auth/organizations.ts';
-import { openDatabase } from '../src/db/connect.ts';
 import { writeCommandWebhooksEnabled } from '../src/settings.ts';
-import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../src/testing/nats-server.ts';
-import { createTestDatabase } from '../src/testing/test-database.ts';
+import { startChildCloudFixture } from '../src/testing/child-cloud-fixture.ts';
+import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
+import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
-import { makeSelfSignedCertificate } from '../src/testing/tls.ts';
 import { runDeliveryFloor } from './delivery-floor.ts';
 import { namedProcessCpuMs, ownCpuMs, postgresCpuMs, processCpuMs } from './bench-env.ts';
 
-const HOST = 'receiver.test';
 const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const PHASE1_RATE = 200;
 const FANOUT = 10;
@@ -56,8 +51,11 @@ const pct = (xs: number[], p: number) => {
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const log = (...a: unknown[]) => console.error('[bench:dispatch]', ...a);
 
+// A database, NATS namespace, certificate and data dir of the run's own, as the child-process tests use.
+const fixture = await startChildCloudFixture();
+const { cert, testDb, namespace } = fixture;
+
 // ---- receiver -----------------------------------------------------------------------------------
-const cert = await makeSelfSignedCertificate([HOST]);
 const receipts = new Map<string, number>(); // command id → first receipt time
 let received = 0;
 const receiver = createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
@@ -77,22 +75,7 @@ await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverPort = (receiver.address() as AddressInfo).port;
 
 // ---- the cloud in a child process ------------------------------------------------------------------
-const testDb = await createTestDatabase();
-const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-bench-'));
-const namespace = uniqueNatsNamespace();
-const child = await startServiceChild({
-  SORTIE_DATABASE_URL: testDb.url,
-  SORTIE_DATA_DIR: dataDir,
-  SORTIE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
-  SORTIE_HTTP_PORT: '0',
-  SORTIE_GRPC_PORT: '0',
-  SORTIE_LOG_LEVEL: 'warn',
-  SORTIE_NATS_URL: TEST_NATS_URL,
-  SORTIE_NATS_NAMESPACE: namespace,
-  SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.1/32',
-  SORTIE_WEBHOOK_CA_FILE: cert.certFile,
-  SORTIE_TEST_HOSTS: JSON.stringify({ [HOST]: ['127.0.0.1'] }),
-});
+const child = await startServiceChild(fixture.env({ SORTIE_LOG_LEVEL: 'warn' }));
 const apiPort = child.port;
 const api = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64 });
 
@@ -100,18 +83,13 @@ async function cleanup() {
   child.process.kill('SIGTERM');
   await child.exited;
   await api.close();
-  await database.close();
-  await dropDeliveryStream(TEST_NATS_URL, namespace).catch(() => {});
-  await testDb.drop();
-  await rm(dataDir, { recursive: true, force: true });
   receiver.closeAllConnections();
   receiver.close();
-  await cert.remove();
+  await fixture.close();
 }
 
 // ---- setup through the API and the database ---------------------------------------------------------
-const database = await openDatabase({ url: testDb.url, dataDir });
-const db = database.db;
+const db = fixture.database.db;
 await writeCommandWebhooksEnabled(db, true, new Date());
 
 async function post(key: string, p: string, body: unknown) {
@@ -125,7 +103,7 @@ async function setupOrg(endpoints: number) {
   const { organizationId, ownerUserId } = await createOrganization(db, 'bench');
   const { apiKey } = await issueApiKey(db, { organizationId, userId: ownerUserId, scopes: [...SCOPES] });
   for (let i = 0; i < endpoints; i++) {
-    await post(apiKey, '/api/webhooks/create', { label: `r${i}`, url: `https://${HOST}:${receiverPort}/hook/${i}` });
+    await post(apiKey, '/api/webhooks/create', { label: `r${i}`, url: `https://${RECEIVER_HOST}:${receiverPort}/hook/${i}` });
   }
   const exp = await post(apiKey, '/api/experiments/create', { name: 'bench' });
   const reg = await post(apiKey, '/api/streams/register', { experimentId: exp.id, datasetName: 'vehicle', channels: [{ name: 'alt' }] });
