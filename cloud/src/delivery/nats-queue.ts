@@ -79,9 +79,8 @@ export class NatsDeliveryQueue implements DeliveryQueue {
   }
 
   static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsDeliveryQueue> {
-    const servers = input.url.split(',').map((s) => s.trim());
     const nc = await connect({
-      servers,
+      servers: input.url.split(',').map((s) => s.trim()),
       name: 'sortie-cloud',
       // Keep trying for ever: NATS restarting must not take the cloud down; the relay catches up after.
       maxReconnectAttempts: -1,
