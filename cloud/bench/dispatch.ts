@@ -25,7 +25,7 @@ import { SCOPES } from '@sortie/contracts';
 import { Agent, Pool, request } from 'undici';
 import { issueApiKey } from '../src/auth/api-keys.ts';
 import { createOrganization } from '../src/auth/organizations.ts';
-import { writeCommandWebhooksEnabled } from '../src/settings.ts';
+import { writeCommandWebhooksEnabled } from '../src/commands/settings.ts';
 import { startChildCloudFixture } from '../src/testing/child-cloud-fixture.ts';
 import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './platform/config.ts';
 import { SortieService } from './service.ts';
 import { exitOnSignals } from './shutdown.ts';
 

@@ -1,9 +1,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { systemClock, type Clock } from './clock.ts';
-import type { Config } from './config.ts';
-import type { AppContext } from './context.ts';
+import { systemClock, type Clock } from './platform/clock.ts';
+import type { Config } from './platform/config.ts';
+import type { AppContext } from './platform/context.ts';
 import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
@@ -11,13 +11,13 @@ import { startSweeper } from './commands/sweeper.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
 import type { QueuedJob } from './delivery/queue.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
-import { createHttpApp } from './http/app.ts';
+import { createHttpApp } from './app.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, type Logger } from './platform/logger.ts';
 import { createObservability, observeDelivery } from './observability/service-observability.ts';
-import { resolveSecretKey } from './secret-key.ts';
-import { parseAllowCidrs } from './webhooks/address-policy.ts';
-import { systemResolver, type Resolver } from './webhooks/url-guard.ts';
+import { resolveSecretKey } from './platform/secret-key.ts';
+import { parseAllowCidrs } from './net/address-policy.ts';
+import { systemResolver, type Resolver } from './net/url-guard.ts';
 
 export interface ServiceOverrides {
   clock?: Clock;

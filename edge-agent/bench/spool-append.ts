@@ -12,7 +12,7 @@ import { AGENT_RECORD_MAX_BYTES, encodeAgentRecord } from '../src/record/agent-r
 import { RECORD_HEADER_BYTES } from '../src/spool/record-format.ts';
 import { Spool } from '../src/spool/spool.ts';
 
-/** One captured frame and its receive time (cloud/src/narrow/fixture-frames.ts gives these). */
+/** One captured frame and its receive time (cloud/src/telemetry/narrow/fixture-frames.ts gives these). */
 export interface BenchFrame {
   readonly frame: { readonly bytes: Uint8Array; readonly sysid: number; readonly compid: number };
   readonly receivedUs: number;

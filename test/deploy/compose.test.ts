@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { EnvSchema, loadConfig, type Config } from '../../cloud/src/config.ts';
+import { EnvSchema, loadConfig, type Config } from '../../cloud/src/platform/config.ts';
 import { jetStreamNames } from '../../cloud/src/delivery/nats-queue.ts';
-import { resolveSecretKey } from '../../cloud/src/secret-key.ts';
+import { resolveSecretKey } from '../../cloud/src/platform/secret-key.ts';
 import { HELP_TEXT, parseCli } from '../../edge-agent/src/config.ts';
 import {
   dockerignoreExcludes,
@@ -113,7 +113,7 @@ function dockerfile(path: string): { stages: DockerStage[]; final: DockerStage; 
 
 const all = (stage: DockerStage, keyword: string) => stage.instructions.filter((i) => i.keyword === keyword);
 
-describe('compose.yaml: the cloud service against cloud/src/config.ts', () => {
+describe('compose.yaml: the cloud service against cloud/src/platform/config.ts', () => {
   it('will not start without the secret key or the database password', () => {
     const { SORTIE_SECRET_KEY: _key, ...noKey } = OPERATOR_ENV;
     expect(() => loadCompose(noKey)).toThrow(MissingVariableError);
@@ -399,7 +399,7 @@ describe('Dockerfiles', () => {
     for (const path of ['.env', '.sortie-data/secret.key', 'node_modules/zod/package.json', 'cloud/node_modules/x/index.js', 'cloud/src/config.test.ts', '.git/config']) {
       expect(dockerignoreExcludes(dockerignore, path), path).toBe(true);
     }
-    for (const path of ['package-lock.json', 'cloud/src/config.ts', 'contracts/src/index.ts', 'edge-agent/src/config.ts']) {
+    for (const path of ['package-lock.json', 'cloud/src/platform/config.ts', 'contracts/src/index.ts', 'edge-agent/src/config.ts']) {
       expect(dockerignoreExcludes(dockerignore, path), path).toBe(false);
     }
   });

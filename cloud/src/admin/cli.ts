@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../platform/config.ts';
 import { migrateToLatest, openDatabase } from '../db/connect.ts';
 import { embeddedHolder } from '../db/embedded-lock.ts';
 import { AdminError, runAdminCommand, USAGE } from './commands.ts';

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { issueApiKey, KeyIssueError, revokeApiKey } from '../auth/api-keys.ts';
 import { createOrganization, createUser, organizationExists } from '../auth/organizations.ts';
 import type { Db } from '../db/connect.ts';
-import { readCommandWebhooksEnabled, writeCommandWebhooksEnabled } from '../settings.ts';
+import { readCommandWebhooksEnabled, writeCommandWebhooksEnabled } from '../commands/settings.ts';
 import { parseDuration } from './parse-duration.ts';
 
 /** A failure the CLI reports as JSON on stderr with a non-zero exit. */

@@ -1,6 +1,6 @@
 import type { Scope } from '@sortie/contracts';
 import { createMiddleware } from 'hono/factory';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { checkApiKey } from './api-keys.ts';

@@ -1,11 +1,11 @@
 import { CreateChannelRequestSchema, ListChannelsQuerySchema, UpdateChannelRequestSchema } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, toChannel } from '../datasets/queries.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, notFound } from '../http/api-error.ts';
-import { materialiseNarrowChannels } from '../narrow/channels.ts';
+import { materialiseNarrowChannels } from '../telemetry/narrow/channels.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 

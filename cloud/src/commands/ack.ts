@@ -1,6 +1,6 @@
 import { isAckToken, type AckRequest, type AckResponse } from '@sortie/contracts';
 import { sql } from 'kysely';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
 import { ApiError, conflict, notFound } from '../http/api-error.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { writeCommandWebhooksEnabled } from '../settings.ts';
+import { writeCommandWebhooksEnabled } from './settings.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { mintAckToken } from './ack-tokens.ts';
 import { sweepTimedOut } from './sweeper.ts';

@@ -1,5 +1,5 @@
 import type { CreateCommandRequest } from '@sortie/contracts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { CommandRow } from '../db/schema.ts';
 import type { Principal } from '../http/app-env.ts';

@@ -1,9 +1,9 @@
 import type { DispatchRequest, DispatchResponse } from '@sortie/contracts';
 import { isArmed, readArming } from '../arming/arming.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { sql } from 'kysely';
-import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from '../settings.ts';
+import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
 import type { QueuedJob } from '../delivery/queue.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 

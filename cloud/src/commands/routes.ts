@@ -7,11 +7,11 @@ import {
 } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import { ApiError, conflict, invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
-import type { AckOutcome } from '../observability/metrics.ts';
+import type { AckOutcome } from '../platform/metrics.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { validateArgs } from '../templates/args-schema.ts';
 import { findTemplate } from '../templates/queries.ts';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 
 /**
  * Move every queued command past its ack deadline to `timed_out`. One UPDATE: Postgres re-checks the

@@ -1,5 +1,5 @@
 import type { RegisterStreamRequest, RegisterStreamResponse } from '@sortie/contracts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { conflict } from '../http/api-error.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireExperiment, toChannel } from './queries.ts';
 import { addWideColumns, columnName, createWideTable, physicalTypeOf, wideTableName } from './wide-table.ts';

@@ -1,7 +1,7 @@
 import { RegisterStreamRequestSchema } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
 import { registerStream } from './register-stream.ts';

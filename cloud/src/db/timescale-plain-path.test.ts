@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../auth/organizations.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { registerStream } from '../datasets/register-stream.ts';
 import { createWideTable, wideTableName } from '../datasets/wide-table.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';

@@ -1,12 +1,12 @@
 import { generateAckToken } from '@sortie/contracts';
 import { isArmed } from '../arming/arming.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { sha256HexSync, signWebhookSync } from '../crypto/node-crypto.ts';
 import type { ArmingRow } from '../db/schema.ts';
-import type { DeliveryOutcome } from '../observability/metrics.ts';
+import type { DeliveryOutcome } from '../platform/metrics.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
 import { cachedSecretOpener } from '../webhooks/secret-box.ts';
-import { checkWebhookUrl } from '../webhooks/url-guard.ts';
+import { checkWebhookUrl } from '../net/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
 import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId } from './body.ts';
 import { AUTO_DISABLE_AFTER_FAILURES, disableFailingEndpoint, type EndpointHealth } from './endpoint-health.ts';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { createMailer, type Mailer } from '../notifications/mailer.ts';
 import { createDeliveryHandler, type DeliveryDeps } from './deliver.ts';
 import { loadPendingJobs, markAllPendingUnpublished, markPublished } from './jobs.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
 
 /** A job the outbox says is still pending, and how long until it is due. */

@@ -12,8 +12,8 @@ import {
 } from '@nats-io/jetstream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { raceAbort } from '../abort-race.ts';
-import type { Logger } from '../logger.ts';
+import { raceAbort } from '../platform/abort-race.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
 
 /** The names a `nats` CLI user looks for (README: "Watching deliveries"). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger } from '../platform/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../testing/nats-server.ts';
 import { loadPendingJobs } from './jobs.ts';

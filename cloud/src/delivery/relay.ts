@@ -1,6 +1,6 @@
 import type { Db } from '../db/connect.ts';
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../logger.ts';
+import type { Clock } from '../platform/clock.ts';
+import type { Logger } from '../platform/logger.ts';
 import { listUnpublished, markPublished } from './jobs.ts';
 import type { DeliveryQueue } from './queue.ts';
 

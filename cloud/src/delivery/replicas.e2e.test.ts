@@ -2,7 +2,7 @@ import { SCOPES } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '../auth/api-keys.ts';
 import { createOrganization } from '../auth/organizations.ts';
-import { writeCommandWebhooksEnabled } from '../settings.ts';
+import { writeCommandWebhooksEnabled } from '../commands/settings.ts';
 import { startChildCloudFixture, type ChildCloudFixture } from '../testing/child-cloud-fixture.ts';
 import { eventually, RECEIVER_HOST, verifiedBody } from '../testing/delivery-fixture.ts';
 import { startHttpsReceiver, type ReceivedRequest, type TestReceiver } from '../testing/https-receiver.ts';

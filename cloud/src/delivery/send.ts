@@ -1,7 +1,7 @@
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, request } from 'undici';
-import { createPinnedLookup } from '../webhooks/pinned-lookup.ts';
-import type { ResolvedAddress } from '../webhooks/url-guard.ts';
+import { createPinnedLookup } from '../net/pinned-lookup.ts';
+import type { ResolvedAddress } from '../net/url-guard.ts';
 
 /** How much of a receiver's answer is kept in the attempt row (bytes of the body, as UTF-8 text). */
 export const RESPONSE_KEEP_BYTES = 2048;

@@ -1,12 +1,12 @@
 import { CreateEventsRequestSchema, ListEventsQuerySchema, type TimelineEvent } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { EventRow } from '../db/schema.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
-import { alignNarrowEvents } from '../narrow/events.ts';
+import { alignNarrowEvents } from '../telemetry/narrow/events.ts';
 
 function toEvent(row: EventRow): TimelineEvent {
   return {

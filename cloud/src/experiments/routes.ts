@@ -1,7 +1,7 @@
 import { CreateExperimentRequestSchema, type Experiment } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { toDataset } from '../datasets/queries.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';

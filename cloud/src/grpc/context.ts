@@ -1,5 +1,5 @@
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
-import type { GrpcPrincipal } from './auth.ts';
+import type { GrpcPrincipal } from '../auth/key-cache.ts';
 
 /** Set by the request gate before any handler runs. */
 export const principalKey = createContextKey<GrpcPrincipal | undefined>(undefined, { description: 'sortie principal' });

@@ -1,7 +1,7 @@
 import type { ErrorCode } from '@sortie/contracts';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ApiError } from '../http/api-error.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { NotYetSupportedError } from '../telemetry/sinks.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { HandlerContext } from '@connectrpc/connect';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../http/api-error.ts';
 import { requestIdKey } from './context.ts';
 import { toConnectError } from './errors.ts';

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../platform/metrics.ts';
 
 /** Label of requests no route answered (404s): one series for every unknown URL. */
 export const UNMATCHED_ROUTE = 'unmatched';

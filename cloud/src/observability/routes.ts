@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import type { AppEnv } from '../http/app-env.ts';
 
 /**

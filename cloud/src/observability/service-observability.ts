@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import type { DatabaseHandle } from '../db/connect.ts';
 import { outboxBacklog } from '../delivery/jobs.ts';
 import { NatsDeliveryQueue } from '../delivery/nats-queue.ts';
 import type { DeliveryQueue } from '../delivery/queue.ts';
-import type { Logger } from '../logger.ts';
-import { Metrics } from './metrics.ts';
-import { Readiness } from './readiness.ts';
+import type { Logger } from '../platform/logger.ts';
+import { Metrics } from '../platform/metrics.ts';
+import { Readiness } from '../platform/readiness.ts';
 
 /** A service's metrics and readiness, made before anything that reports to them. */
 export function createObservability(database: DatabaseHandle, logger: Logger): { metrics: Metrics; readiness: Readiness } {

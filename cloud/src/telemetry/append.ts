@@ -1,5 +1,5 @@
 import type { AppendRequest, AppendResponse, ErrorDetail } from '@sortie/contracts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import { conflict, invalidRequest } from '../http/api-error.ts';
 import { isoToEpochMicros } from './timestamps.ts';

@@ -1,10 +1,10 @@
 import type { TelemetryPoint } from '@sortie/contracts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { ApiError, conflict } from '../http/api-error.ts';
-import { openNarrowSink } from '../narrow/narrow-sink.ts';
-import { countedSink } from '../observability/ingest-metrics.ts';
+import { openNarrowSink } from './narrow/narrow-sink.ts';
+import { countedSink } from './ingest-metrics.ts';
 import { openWideSink } from './wide-sink.ts';
 
 /** Totals a sink reports; `accepted = written + duplicates + ignored`. */

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { listChannelRows } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { stageEncodedBatch, stageEncodedPoint } from './point-decoder.ts';

@@ -1,7 +1,7 @@
 import { CreateCommandTemplateRequestSchema, UpdateCommandTemplateRequestSchema } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';

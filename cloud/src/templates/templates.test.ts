@@ -1,7 +1,7 @@
 import { CommandTemplateSchema, ListCommandTemplatesResponseSchema } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
-import type { Resolver } from '../webhooks/url-guard.ts';
+import type { Resolver } from '../net/url-guard.ts';
 import { validateArgs } from './args-schema.ts';
 import { findTemplate } from './queries.ts';
 import { expectEnvelope } from '../testing/expect-envelope.ts';

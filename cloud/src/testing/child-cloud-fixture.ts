@@ -5,7 +5,7 @@ import { SCOPES } from '@sortie/contracts';
 import { issueApiKey } from '../auth/api-keys.ts';
 import { createOrganization } from '../auth/organizations.ts';
 import { openDatabase, type DatabaseHandle } from '../db/connect.ts';
-import { writeCommandWebhooksEnabled } from '../settings.ts';
+import { writeCommandWebhooksEnabled } from '../commands/settings.ts';
 import { RECEIVER_HOST } from './delivery-fixture.ts';
 import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from './nats-server.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';

@@ -1,5 +1,5 @@
 import { verifyWebhook, type CommandDispatchedBody } from '@sortie/contracts';
-import { writeCommandWebhooksEnabled } from '../settings.ts';
+import { writeCommandWebhooksEnabled } from '../commands/settings.ts';
 import { tableResolver } from './table-resolver.ts';
 import { startHttpsReceiver, type ReceivedRequest, type TestReceiver } from './https-receiver.ts';
 import { freePort, TEST_NATS_URL, uniqueNatsNamespace } from './nats-server.ts';

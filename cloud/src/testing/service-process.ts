@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../platform/config.ts';
 import { SortieService } from '../service.ts';
 import { exitOnSignals } from '../shutdown.ts';
 import { tableResolver } from './table-resolver.ts';

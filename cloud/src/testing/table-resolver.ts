@@ -1,4 +1,4 @@
-import type { Resolver } from '../webhooks/url-guard.ts';
+import type { Resolver } from '../net/url-guard.ts';
 
 /** DNS for tests: names answer from `hosts` (read at each lookup, so tests may change it), others ENOTFOUND. */
 export function tableResolver(hosts: Record<string, string[]>): Resolver {

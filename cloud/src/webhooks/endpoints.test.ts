@@ -10,7 +10,7 @@ import type { WebhookEndpointRow } from '../db/schema.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { isDeliverable, listEnabledEndpoints, liveSecrets } from './endpoints.ts';
 import { openSecret } from './secret-box.ts';
-import type { Resolver } from './url-guard.ts';
+import type { Resolver } from '../net/url-guard.ts';
 import { expectEnvelope } from '../testing/expect-envelope.ts';
 
 // No real DNS: every name the tests use answers from this table.

@@ -7,12 +7,12 @@ import {
 } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../platform/context.ts';
 import { invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
 import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, toWebhookEndpoint } from './endpoints.ts';
-import { checkWebhookUrl } from './url-guard.ts';
+import { checkWebhookUrl } from '../net/url-guard.ts';
 
 /** /api/webhooks/{create,list,rotate,delete}. The deliveries listing lives with the delivery engine. */
 export function webhooksRoutes(ctx: AppContext) {

@@ -1,6 +1,6 @@
 // CRC_EXTRA per message id over the dialect the server pins for mavlink-raw-v1 (the union of
 // node-mavlink's minimal, standard, common, ardupilotmega, uavionix and icarous registries, as in
-// cloud/src/mavlink/registry.ts). The agent only frames, but checking CRCs here is what lets the
+// cloud/src/telemetry/narrow/registry.ts). The agent only frames, but checking CRCs here is what lets the
 // framer resync through line noise; ids outside the dialect still pass, on lookahead, exactly as
 // the server will see them (UNKNOWN_<id>). A wider table (node-mavlink's MSG_ID_MAGIC_NUMBER spans
 // every dialect) would drop frames of an id the vehicle defines differently as "CRC failures".

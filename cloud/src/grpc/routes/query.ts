@@ -4,7 +4,7 @@ import type { HandlerContext } from '@connectrpc/connect';
 import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
 import { listChannelRows, requireDataset } from '../../datasets/queries.ts';
 import { ApiError } from '../../http/api-error.ts';
-import { queryNarrow } from '../../narrow/query.ts';
+import { queryNarrow } from '../../telemetry/narrow/query.ts';
 import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, queryWide, resolveQueryColumns, type SeriesResult } from '../../telemetry/query.ts';
 import { writableColumns } from '../../telemetry/wide-batch.ts';
 import { principalOf } from '../context.ts';

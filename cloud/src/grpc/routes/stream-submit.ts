@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect';
 import type { StreamSubmitResponseSchema } from '@sortie/contracts';
-import { raceAbort } from '../../abort-race.ts';
+import { raceAbort } from '../../platform/abort-race.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { countsResponse, openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../context.ts';

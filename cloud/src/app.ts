@@ -1,0 +1,65 @@
+import { Hono } from 'hono';
+import { armingRoutes } from './arming/routes.ts';
+import { channelsRoutes } from './channels/routes.ts';
+import { commandsRoutes, type CommandRouteHooks } from './commands/routes.ts';
+import type { AppContext } from './platform/context.ts';
+import { datasetsRoutes } from './datasets/routes.ts';
+import { deliveriesRoutes } from './delivery/routes.ts';
+import { eventsRoutes } from './events/routes.ts';
+import { experimentsRoutes } from './experiments/routes.ts';
+import { appendRoutes } from './telemetry/append-route.ts';
+import { notificationsRoutes } from './notifications/routes.ts';
+import { httpMetrics } from './observability/http-metrics.ts';
+import { operationsRoutes } from './observability/routes.ts';
+import { templatesRoutes } from './templates/routes.ts';
+import { webhooksRoutes } from './webhooks/routes.ts';
+import { ApiError } from './http/api-error.ts';
+import type { AppEnv } from './http/app-env.ts';
+import { bodyLimit } from './http/body-limit.ts';
+import { docsRoutes } from './api-docs/routes.ts';
+import { renderError } from './http/render-error.ts';
+import { requestId } from './http/request-id.ts';
+
+export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use(requestId);
+  app.use(httpMetrics(ctx.metrics));
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    ctx.logger.info(
+      { requestId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
+      'http request',
+    );
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: ctx.config.http.bodyLimit,
+      onError: (c) =>
+        renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
+    }),
+  );
+
+  app.route('/', operationsRoutes(ctx));
+  app.route('/api', experimentsRoutes(ctx));
+  app.route('/api', datasetsRoutes(ctx));
+  app.route('/api', channelsRoutes(ctx));
+  app.route('/api', appendRoutes(ctx));
+  app.route('/api', eventsRoutes(ctx));
+  app.route('/api', commandsRoutes(ctx, hooks));
+  app.route('/api', armingRoutes(ctx));
+  app.route('/api', templatesRoutes(ctx));
+  app.route('/api', webhooksRoutes(ctx));
+  app.route('/api', deliveriesRoutes(ctx));
+  app.route('/api', notificationsRoutes(ctx));
+  app.route('/', docsRoutes(ctx));
+
+  app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return renderError(c, error);
+    ctx.logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
+    return renderError(c, new ApiError('internal_error', 'internal error; quote the request id when reporting it'));
+  });
+  return app;
+}

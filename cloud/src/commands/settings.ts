@@ -1,0 +1,20 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/** The deployment switch dispatch reads on every call. Off until an operator turns it on. */
+export const COMMAND_WEBHOOKS = 'command_webhooks_enabled';
+
+export async function readCommandWebhooksEnabled(db: Executor): Promise<boolean> {
+  const row = await db.selectFrom('deployment_settings').select('value').where('key', '=', COMMAND_WEBHOOKS).executeTakeFirst();
+  return row?.value === true;
+}
+
+export async function writeCommandWebhooksEnabled(db: Executor, enabled: boolean, at: Date): Promise<void> {
+  await db
+    .insertInto('deployment_settings')
+    .values({ key: COMMAND_WEBHOOKS, value: JSON.stringify(enabled), updated_at: at })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: JSON.stringify(enabled), updated_at: at }))
+    .execute();
+}

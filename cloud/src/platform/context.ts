@@ -1,0 +1,25 @@
+import type { Config } from './config.ts';
+import type { Clock } from './clock.ts';
+import type { DatabaseHandle, Db } from '../db/connect.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+import type { Readiness } from './readiness.ts';
+import type { AllowList } from '../net/address-policy.ts';
+import type { Resolver } from '../net/url-guard.ts';
+
+/** Everything a handler may depend on, wired once by the service. */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  database: DatabaseHandle;
+  logger: Logger;
+  clock: Clock;
+  /** Encrypts webhook secrets at rest. */
+  secretKey: Uint8Array;
+  /** What webhook URLs are checked against: DNS (injectable for tests) and the private-range allow list. */
+  webhookGuard: { resolve: Resolver; allow: AllowList };
+  /** This instance's Prometheus series (its own registry). */
+  metrics: Metrics;
+  /** What /readyz checks. */
+  readiness: Readiness;
+}

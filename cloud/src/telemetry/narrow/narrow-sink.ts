@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import type { AppContext } from '../../platform/context.ts';
+import type { DatasetRow } from '../../db/schema.ts';
+import type { PointSource, SinkCounts, TelemetrySink } from '../sinks.ts';
+import { binaryArrays, textArrays } from '../sql-arrays.ts';
+import { forEachFramePoint } from './frame-points.ts';
+import { NarrowBatch } from './narrow-batch.ts';
+import { writeNarrowBatch, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
+
+/**
+ * The mavlink-raw-v1 sink: each point's frame is checked and decoded when staged (so a bad frame fails
+ * its own message, named by index, before anything of it is written) and a flush writes the staged
+ * frames' rows in one transaction. Counts are in frames: `written` newly stored, `duplicates` already
+ * held (redelivery), `ignored` always 0 (the format has no channel ids to get wrong).
+ */
+class NarrowSink implements TelemetrySink {
+  readonly #ctx: AppContext;
+  readonly #target: NarrowTarget;
+  #batch: NarrowBatch;
+  #cache: SessionCache | undefined;
+  #accepted = 0;
+  #written = 0;
+  #duplicates = 0;
+
+  constructor(ctx: AppContext, target: NarrowTarget, sysid: number | undefined) {
+    this.#ctx = ctx;
+    this.#target = target;
+    this.#batch = new NarrowBatch(sysid);
+  }
+
+  get staged(): number {
+    return this.#batch.frames;
+  }
+
+  async stage(source: PointSource, locate: (index: number) => string): Promise<void> {
+    const batch = this.#batch;
+    const mark = batch.mark();
+    const sysid = batch.sysid;
+    const nowUs = this.#ctx.clock.now().getTime() * 1000;
+    try {
+      this.#accepted += forEachFramePoint(source, locate, (frame, receivedUs, frameSeq, index) => batch.add(frame, receivedUs, frameSeq, nowUs, locate, index));
+    } catch (error) {
+      batch.rollback(mark, sysid);
+      throw error;
+    }
+  }
+
+  async flush(): Promise<{ points: number; rows: number }> {
+    const batch = this.#batch;
+    this.#batch = new NarrowBatch(batch.sysid);
+    const result = await writeNarrowBatch(this.#ctx.db, this.#target, batch, this.#cache);
+    this.#cache = result.cache;
+    this.#written += result.written;
+    this.#duplicates += result.duplicates;
+    return { points: batch.frames, rows: result.rows };
+  }
+
+  counts(): SinkCounts {
+    return { accepted: this.#accepted, written: this.#written, duplicates: this.#duplicates, ignored: 0, ignoredChannelIds: [] };
+  }
+}
+
+/** SinkFactory of SINKS.narrow['mavlink-raw-v1']. */
+export async function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
+  const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
+  const binary = ctx.database.kind === 'postgres';
+  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary };
+  return new NarrowSink(ctx, target, bound.rows[0]?.sysid);
+}

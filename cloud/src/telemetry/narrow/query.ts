@@ -1,0 +1,110 @@
+import { parseSignalName } from '@sortie/contracts/mavlink';
+import { sql } from 'kysely';
+import type { Executor } from '../../datasets/queries.ts';
+import { ApiError } from '../../http/api-error.ts';
+import { samplesFromBuckets } from '../downsample.ts';
+import type { M4 } from '../m4.ts';
+import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../query.ts';
+import { sessionShift, type SessionShift } from './alignment.ts';
+import { loadBootSessions } from './session-store.ts';
+import { findSignalIds } from './signal-dictionary.ts';
+import { signalInfo } from './signal-info.ts';
+
+export interface NarrowQuery {
+  datasetId: string;
+  /** Signal names, in request order. */
+  channelIds: readonly string[];
+  /** Aligned-time range in µs: from inclusive, to exclusive; undefined = unbounded. */
+  from: number | undefined;
+  to: number | undefined;
+  maxPoints: number;
+}
+
+/** Check the requested names before touching the database: signal names of numeric signals. */
+export function resolveSignals(channelIds: readonly string[]): string[] {
+  if (channelIds.length === 0) throw new ApiError('invalid_request', 'channel_ids is empty: name at least one signal, e.g. mavlink.ATTITUDE.roll');
+  if (channelIds.length > MAX_CHANNELS_PER_QUERY) {
+    throw new ApiError('invalid_request', `channel_ids names ${channelIds.length} signals; at most ${MAX_CHANNELS_PER_QUERY} per query`);
+  }
+  return channelIds.map((id, i) => {
+    if (!parseSignalName(id)) {
+      throw new ApiError('invalid_request', `channel_ids[${i}]: "${id}" is not a signal name; narrow datasets are addressed by signal name (mavlink.<MESSAGE>.<field>), not by index or UUID`);
+    }
+    const info = signalInfo(id);
+    if (info && info.kind !== 'double') {
+      throw new ApiError('invalid_request', `channel_ids[${i}]: ${id} holds ${info.kind === 'text' ? 'text' : 'raw bytes'}; Query reads numeric signals only`);
+    }
+    return id;
+  });
+}
+
+/**
+ * Per signal, at most `maxPoints` samples on the aligned time axis keeping the chart's shape (the same
+ * M4 + LTTB reduction as wide datasets, telemetry/downsample.ts), and the exact raw count in range.
+ * Narrow series are read from raw rows: one signal of one flight is small next to a wide dataset's
+ * 20 kHz channels, and alignment may change as late frames arrive, which rollups would have to follow.
+ */
+export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<SeriesResult[]> {
+  const names = resolveSignals(query.channelIds);
+  if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
+    throw new ApiError('invalid_request', '`from` is after `to`');
+  }
+  const [ids, sessions] = await Promise.all([findSignalIds(db, names), loadBootSessions(db, query.datasetId)]);
+  const shifts = sessions.map(sessionShift);
+  return Promise.all(
+    names.map(async (name) => {
+      const id = ids.get(name);
+      if (id === undefined) return { channelId: name, samples: [], rawPoints: 0 };
+      const buckets = await m4Buckets(db, query, id, shifts);
+      return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: buckets.reduce((n, b) => n + b.count, 0) };
+    }),
+  );
+}
+
+interface M4Row {
+  n: number;
+  mn: number[];
+  mx: number[];
+  fst: number[];
+  lst: number[];
+}
+
+/**
+ * M4 per bucket in SQL over aligned time: raw µs plus the row's session shift (alignment.ts). The
+ * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
+ * The rows come from the key's (dataset_id, signal_id) prefix; the range is tested on aligned time.
+ */
+async function m4Buckets(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<M4[]> {
+  const list = (values: number[]) => `{${values.join(',')}}`;
+  const shiftTable = sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
+                                ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
+  const aligned = sql`(round(date_part('epoch', s.time) * 1000000)
+    + case s.time_source when 'boot' then coalesce(o.boot, 0) when 'agent' then coalesce(o.agent, 0) else 0 end)`;
+  const bounds = [];
+  if (query.from !== undefined) bounds.push(sql`${aligned} >= ${query.from}::float8`);
+  if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
+  const buckets = bucketsForBudget(query.maxPoints);
+  const result = await sql<M4Row>`
+    with r as materialized (
+      select ${aligned} as t, s.value_double as v
+      from narrow_samples s left join ${shiftTable} on o.session = s.boot_session
+      where s.dataset_id = ${query.datasetId}::uuid and s.signal_id = ${signalId}::int4 and s.value_double is not null
+        ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}
+    ),
+    w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r)
+    select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst
+    from r, w
+    group by floor((r.t - w.lo) / w.width)
+    order by floor((r.t - w.lo) / w.width)`.execute(db);
+  return result.rows.map((row) => ({
+    count: row.n,
+    minV: row.mn[0]!,
+    minT: row.mn[1]!,
+    maxV: row.mx[0]!,
+    maxT: -row.mx[1]!,
+    firstT: row.fst[0]!,
+    firstV: row.fst[1]!,
+    lastT: row.lst[0]!,
+    lastV: row.lst[1]!,
+  }));
+}

@@ -1,0 +1,53 @@
+import { parseSignalName } from '@sortie/contracts/mavlink';
+import { MAVLINK_REGISTRY, type MessageClass } from './registry.ts';
+
+/** Which value column of narrow_samples holds a signal. */
+export type ValueKind = 'double' | 'text' | 'bytes';
+
+export interface SignalInfo {
+  /** The channel's dataType label, named like the TelemetryPoint value members. */
+  dataType: 'double' | 'float' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'string' | 'bytes';
+  /** Unit from the dialect XML ('' when it names none). */
+  unit: string;
+  kind: ValueKind;
+}
+
+const BY_NAME: ReadonlyMap<string, MessageClass> = new Map([...MAVLINK_REGISTRY.values()].map((clazz) => [clazz.MSG_NAME, clazz]));
+
+const DATA_TYPE: Record<string, SignalInfo['dataType']> = {
+  float: 'float',
+  double: 'double',
+  int8_t: 'int32',
+  int16_t: 'int32',
+  int32_t: 'int32',
+  uint8_t: 'uint32',
+  uint8_t_mavlink_version: 'uint32',
+  uint16_t: 'uint32',
+  uint32_t: 'uint32',
+  int64_t: 'int64',
+  uint64_t: 'uint64',
+  char: 'string',
+};
+
+const RAW: SignalInfo = { dataType: 'bytes', unit: '', kind: 'bytes' };
+
+/**
+ * What the pinned dialect says about a signal: its field's type and unit. The decoder stores exactly
+ * these kinds (numbers as doubles, char fields as text, undecodable payloads as bytes), so the label
+ * matches the stored value kind. Undefined for a name the dialect cannot have produced.
+ */
+export function signalInfo(signal: string): SignalInfo | undefined {
+  const parsed = parseSignalName(signal);
+  if (!parsed) return undefined;
+  if (parsed.unknown !== undefined) return RAW;
+  const field = BY_NAME.get(parsed.message)?.FIELDS.find((f) => f.source === parsed.field);
+  if (!field) return undefined;
+  const isArray = field.type.endsWith('[]');
+  const base = isArray ? field.type.slice(0, -2) : field.type;
+  const dataType = DATA_TYPE[base];
+  if (!dataType) return undefined;
+  // A char array is one text value; a numeric array is addressed element by element.
+  if (base === 'char') return parsed.index === undefined ? { dataType, unit: field.units ?? '', kind: 'text' } : undefined;
+  if (isArray !== (parsed.index !== undefined) || (parsed.index !== undefined && parsed.index >= field.length)) return undefined;
+  return { dataType, unit: field.units ?? '', kind: 'double' };
+}
