@@ -1,8 +1,7 @@
 import type { ArmingRecord } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import type { ArmingRow, Database } from '../db/schema.ts';
+import type { ArmingRow } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 export function readArming(db: Executor, datasetId: string): Promise<ArmingRow | undefined> {
   return db.selectFrom('armings').selectAll().where('dataset_id', '=', datasetId).executeTakeFirst();

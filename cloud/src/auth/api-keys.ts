@@ -1,9 +1,7 @@
 import { OWNER_ONLY_SCOPES, generateApiKey, hashApiKey, isApiKeyFormat, isScope, type Scope } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
-import type { Database } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 export class KeyIssueError extends Error {
   override name = 'KeyIssueError';

@@ -1,7 +1,6 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database, UserRole } from '../db/schema.ts';
+import type { UserRole } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /** A new organization comes with its first owner, so somebody can always hold webhook scopes. */
 export async function createOrganization(db: Executor, name: string): Promise<{ organizationId: string; ownerUserId: string }> {

@@ -1,8 +1,6 @@
 import { generateAckToken, hashAckToken } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /**
  * Mint a one-time ack token for a command, valid until its ack deadline. Each delivery carries its own;

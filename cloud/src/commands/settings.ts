@@ -1,7 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /** The deployment switch dispatch reads on every call. Off until an operator turns it on. */
 export const COMMAND_WEBHOOKS = 'command_webhooks_enabled';

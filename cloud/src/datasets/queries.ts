@@ -1,10 +1,9 @@
 import type { Channel, ChannelDeclaration, Dataset } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import type { ChannelRow, Database, DatasetRow } from '../db/schema.ts';
+import type { ChannelRow, DatasetRow } from '../db/schema.ts';
 import { notFound } from '../http/api-error.ts';
 import { columnName } from './wide-table.ts';
+import type { Executor } from '../db/executor.ts';
 
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 /**
  * The dataset, if it belongs to the caller's organization (and to the named experiment, when given).

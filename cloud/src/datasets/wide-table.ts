@@ -1,7 +1,7 @@
 import type { DataType } from '@sortie/contracts';
 import { sql } from 'kysely';
 import { makeWideHypertable } from '../db/timescale.ts';
-import type { Executor } from './queries.ts';
+import type { Executor } from '../db/executor.ts';
 
 /**
  * Physical column type for each declared type label. The label picks the type once, when the column

@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
+import type { Executor } from './executor.ts';
 
 /**
  * Every TimescaleDB statement the cloud issues, as SQL text, and the two steps that run them. Nothing
@@ -22,7 +23,6 @@ import type { Database } from './schema.ts';
  * wrong position; timescale.test.ts parses every statement and checks the names against the API.
  */
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /**
  * 2.13 introduced the generalized `create_hypertable(relation, dimension => by_range(...))`; upserts

@@ -1,11 +1,11 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { CommandRow, Database, DeliveryJobState, WebhookEndpointRow } from '../db/schema.ts';
+import { sql } from 'kysely';
+import type { CommandRow, DeliveryJobState, WebhookEndpointRow } from '../db/schema.ts';
 import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
+import type { Executor } from '../db/executor.ts';
 
 /** The delivery outbox (`delivery_jobs`): the truth the queues are driven from. */
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /**
  * Record that the queue holds these jobs, so the relay leaves them alone. Rows locked right now are

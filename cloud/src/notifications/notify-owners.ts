@@ -1,7 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface NewNotification {
   kind: string;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../datasets/queries.ts';
+import type { Executor } from '../db/executor.ts';
 import { ApiError, notFound } from '../http/api-error.ts';
 import { samplesFromBuckets } from './downsample.ts';
 import type { Sample } from './lttb.ts';

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Executor } from '../datasets/queries.ts';
+import type { Executor } from '../db/executor.ts';
 import { addSample, m4Of, mergeM4, type M4 } from './m4.ts';
 import { ROLLUP_WIDTHS_MS, FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
 import { numberArrayLiteral, type ArrayEncoder } from './sql-arrays.ts';

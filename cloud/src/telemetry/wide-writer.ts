@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import type { Executor } from '../datasets/queries.ts';
+import type { Executor } from '../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
 import { applyRollupDeltas, recomputeRollups, rollupDeltas, rollupUpsert, type RollupRow } from './rollups.ts';
 import { arrayLiteral, type ArrayEncoder } from './sql-arrays.ts';

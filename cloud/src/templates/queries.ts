@@ -1,8 +1,7 @@
 import type { CommandTemplate } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import type { CommandTemplateRow, Database } from '../db/schema.ts';
+import type { CommandTemplateRow } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
 
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 export function toCommandTemplate(row: CommandTemplateRow): CommandTemplate {
   return {

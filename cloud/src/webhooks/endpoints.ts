@@ -1,7 +1,7 @@
 import { generateWebhookSecret, type WebhookEndpoint } from '@sortie/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import type { Database, WebhookEndpointRow } from '../db/schema.ts';
+import type { WebhookEndpointRow } from '../db/schema.ts';
 import { openSecret, sealSecret } from './secret-box.ts';
+import type { Executor } from '../db/executor.ts';
 
 /**
  * Webhook endpoints: the use-cases behind /api/webhooks/* and the reads the dispatcher and the delivery
@@ -9,7 +9,6 @@ import { openSecret, sealSecret } from './secret-box.ts';
  * associated data; only create and rotate ever see a plaintext leave this module towards a client.
  */
 
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** The spec's record. `rotatingUntil` is shown only while the window is open: after it, one secret is live. */
 export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoint {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../datasets/queries.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
 import { signalNames } from './signal-dictionary.ts';
 import { signalInfo } from './signal-info.ts';

@@ -1,4 +1,4 @@
-import type { Executor } from '../../datasets/queries.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { EventRow } from '../../db/schema.ts';
 import { alignAgentTime } from './alignment.ts';
 import { loadBootSessions } from './session-store.ts';

@@ -1,6 +1,6 @@
 import { parseSignalName } from '@sortie/contracts/mavlink';
 import { sql } from 'kysely';
-import type { Executor } from '../../datasets/queries.ts';
+import type { Executor } from '../../db/executor.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { samplesFromBuckets } from '../downsample.ts';
 import type { M4 } from '../m4.ts';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../datasets/queries.ts';
+import type { Executor } from '../../db/executor.ts';
 import type { BootSession } from './boot-sessions.ts';
 
 /** Every boot session of a narrow dataset, as stored (µs values read as doubles: exact below 2^53). */

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../datasets/queries.ts';
+import type { Executor } from '../../db/executor.ts';
 import { arrayLiteral, quotedText } from '../sql-arrays.ts';
 
 /**
