@@ -15,6 +15,7 @@ const pureTests = [
   // contracts: every test but the generator check, which runs scripts/generate.ts (buf) as a Node child.
   'contracts/src/**/*.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
+  'cloud/src/auth/principal.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',
   'cloud/src/delivery/backoff.test.ts',
   'cloud/src/delivery/micro-batcher.test.ts',
@@ -23,11 +24,11 @@ const pureTests = [
   'cloud/src/grpc/lazy-schema.test.ts',
   'cloud/src/api-docs/docs-page.test.ts',
   'cloud/src/telemetry/narrow/decode.test.ts',
-  'cloud/src/telemetry/narrow/registry.test.ts',
   'cloud/src/telemetry/narrow/alignment.test.ts',
   'cloud/src/telemetry/narrow/boot-sessions.test.ts',
   'cloud/src/telemetry/narrow/frame-points.test.ts',
   'cloud/src/telemetry/narrow/signal-info.test.ts',
+  'cloud/src/platform/config.test.ts',
   'cloud/src/platform/metrics.test.ts',
   'cloud/src/platform/readiness.test.ts',
   'cloud/src/shutdown.test.ts',
@@ -56,6 +57,7 @@ const pureTests = [
   'edge-agent/src/status/status.test.ts',
   'edge-agent/src/uplink/ack-tracker.test.ts',
   'edge-agent/src/uplink/backoff.test.ts',
+  'edge-agent/src/uplink/cloud-api.test.ts',
 ];
 
 export default defineConfig({

@@ -154,6 +154,32 @@ export async function registerWideDataset(base: string, key: string, experimentI
   return body.datasetId as string;
 }
 
+/**
+ * Watches one timed phase of gRPC load on `server`: the batch latencies it logs (message decoded →
+ * committed) and the CPU of the server, of its Postgres backends and of this process (the client).
+ */
+export function measureServerLoad(server: BenchServer, databaseName: string) {
+  const latencies: number[] = [];
+  let measuring = true;
+  server.onLog = (line) => {
+    if (measuring && line.msg === 'telemetry batch written') latencies.push(Number(line.ms));
+  };
+  const cpu0 = { server: processCpuMs(server.child.pid!), postgres: postgresCpuMs(databaseName), client: ownCpuMs() };
+  return {
+    /** Ends the phase: CPU per batch (ms) over its `batches`, and the latency percentiles (ms). */
+    finish(batches: number) {
+      measuring = false;
+      const cpu = {
+        server: (processCpuMs(server.child.pid!) - cpu0.server) / batches,
+        postgres: (postgresCpuMs(databaseName) - cpu0.postgres) / batches,
+        client: (ownCpuMs() - cpu0.client) / batches,
+      };
+      latencies.sort((a, b) => a - b);
+      return { cpu, p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencyCount: latencies.length };
+    },
+  };
+}
+
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;

@@ -34,8 +34,42 @@ export interface BenchRows {
 }
 
 /** Encoded length of a Timestamp{seconds, nanos} payload. */
-function timestampLength(seconds: number, nanos: number): number {
+export function timestampLength(seconds: number, nanos: number): number {
   return 1 + varintLength(seconds) + (nanos ? 1 + varintLength(nanos) : 0);
+}
+
+/**
+ * The buffer of a gRPC-framed StreamSubmitRequest{batch} whose PointBatch is `batchLen` bytes, with
+ * the gRPC prefix and the batch field's tag and length written; `pos` is where the points go.
+ */
+export function allocBatchFrame(batchLen: number): { buf: Buffer; pos: number } {
+  const messageLen = 1 + varintLength(batchLen) + batchLen;
+  const buf = Buffer.allocUnsafe(5 + messageLen);
+  buf[0] = 0;
+  buf.writeUInt32BE(messageLen, 1);
+  let pos = 5;
+  buf[pos++] = 0x1a; // StreamSubmitRequest.batch = 3, LEN
+  pos = writeVarint(buf, pos, batchLen);
+  return { buf, pos };
+}
+
+/** Writes TelemetryPoint.timestamp, whose payload is `tsLength` = timestampLength(seconds, nanos); returns the new position. */
+export function writeTimestampField(buf: Buffer, pos: number, tsLength: number, seconds: number, nanos: number): number {
+  buf[pos++] = 0x0a; // TelemetryPoint.timestamp = 1
+  pos = writeVarint(buf, pos, tsLength);
+  buf[pos++] = 0x08; // Timestamp.seconds = 1
+  pos = writeVarint(buf, pos, seconds);
+  if (nanos) {
+    buf[pos++] = 0x10; // Timestamp.nanos = 2
+    pos = writeVarint(buf, pos, nanos);
+  }
+  return pos;
+}
+
+/** The frame an encoder filled, once it is checked to end exactly where its lengths said. */
+export function filledFrame(buf: Buffer, pos: number): Buffer {
+  if (pos !== buf.length) throw new Error(`encoder length mismatch: ${pos} vs ${buf.length}`);
+  return buf;
 }
 
 /** Encoded length of a TelemetryPoint{timestamp, channel_id, double} payload. */
@@ -58,13 +92,9 @@ export function encodeBatchFrame(rows: BenchRows): Buffer {
       batchLen += 1 + varintLength(point) + point;
     }
   }
-  const messageLen = 1 + varintLength(batchLen) + batchLen;
-  const buf = Buffer.allocUnsafe(5 + messageLen);
-  buf[0] = 0;
-  buf.writeUInt32BE(messageLen, 1);
-  let pos = 5;
-  buf[pos++] = 0x1a; // StreamSubmitRequest.batch = 3, LEN
-  pos = writeVarint(buf, pos, batchLen);
+  const frame = allocBatchFrame(batchLen);
+  const buf = frame.buf;
+  let pos = frame.pos;
   for (let r = 0; r < n; r++) {
     const us = rows.timesUs[r]!;
     const seconds = Math.floor(us / 1e6);
@@ -74,14 +104,7 @@ export function encodeBatchFrame(rows: BenchRows): Buffer {
       const id = ids[c]!;
       buf[pos++] = 0x0a; // PointBatch.points = 1
       pos = writeVarint(buf, pos, pointLength(ts, id.length));
-      buf[pos++] = 0x0a; // TelemetryPoint.timestamp = 1
-      pos = writeVarint(buf, pos, ts);
-      buf[pos++] = 0x08; // Timestamp.seconds = 1
-      pos = writeVarint(buf, pos, seconds);
-      if (nanos) {
-        buf[pos++] = 0x10; // Timestamp.nanos = 2
-        pos = writeVarint(buf, pos, nanos);
-      }
+      pos = writeTimestampField(buf, pos, ts, seconds, nanos);
       buf[pos++] = 0x12; // TelemetryPoint.channel_id = 2
       buf[pos++] = id.length;
       pos += buf.write(id, pos, 'latin1');
@@ -90,8 +113,7 @@ export function encodeBatchFrame(rows: BenchRows): Buffer {
       pos += 8;
     }
   }
-  if (pos !== buf.length) throw new Error(`encoder length mismatch: ${pos} vs ${buf.length}`);
-  return buf;
+  return filledFrame(buf, pos);
 }
 
 /** A message with the gRPC length prefix (uncompressed). */

@@ -7,7 +7,8 @@ import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import pg from 'pg';
 import { binaryArrays } from '../src/telemetry/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, ownCpuMs, percentile, postgresCpuMs, processCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
+import { api, createOrgAndKey, measureServerLoad, ownCpuMs, postgresCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
+import type { BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -42,14 +43,9 @@ function checkEncoder(): void {
   }
 }
 
-async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string, datasets: string[], server: { onLog: unknown; child: { pid?: number } }) {
-  const latencies: number[] = [];
-  let measuring = true;
-  (server as { onLog: (l: Record<string, unknown>) => void }).onLog = (line) => {
-    if (measuring && line.msg === 'telemetry batch written') latencies.push(Number(line.ms));
-  };
+async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string, datasets: string[], server: BenchServer) {
   const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const cpu0 = { server: processCpuMs(server.child.pid!), postgres: postgresCpuMs(DB_NAME), client: ownCpuMs() };
+  const load = measureServerLoad(server, DB_NAME);
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   const results = await Promise.all(
@@ -67,16 +63,10 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
   );
   const elapsed = (performance.now() - started) / 1000;
   const batches = results.reduce((n, b) => n + b, 0);
-  const cpu = {
-    server: (processCpuMs(server.child.pid!) - cpu0.server) / batches,
-    postgres: (postgresCpuMs(DB_NAME) - cpu0.postgres) / batches,
-    client: (ownCpuMs() - cpu0.client) / batches,
-  };
-  measuring = false;
+  const { cpu, p50, p99, latencyCount } = load.finish(batches);
   session.close();
   const points = batches * ROWS * CHANNELS;
-  latencies.sort((a, b) => a - b);
-  return { points, elapsed, rate: points / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), batches: latencies.length, cpu };
+  return { points, elapsed, rate: points / elapsed, p50, p99, batches: latencyCount, cpu };
 }
 
 async function baselinePhase(databaseUrl: string, tables: string[]) {

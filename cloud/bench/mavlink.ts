@@ -31,13 +31,13 @@ import { binaryArrays, binaryTimestamptzArray } from '../src/telemetry/sql-array
 import type { DatabaseHandle } from '../src/db/connect.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import type { TestDatabase } from '../src/testing/test-database.ts';
-import { catchUpPhase } from '../../edge-agent/bench/catch-up.ts';
-import type { CatchUpResult } from '../../edge-agent/bench/catch-up.ts';
-import { spoolAppendPhase } from '../../edge-agent/bench/spool-append.ts';
-import type { SpoolAppendResult } from '../../edge-agent/bench/spool-append.ts';
-import { api, createOrgAndKey, freePort, ownCpuMs, percentile, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
+import { catchUpPhase } from '@sortie/edge-agent/bench/catch-up';
+import type { CatchUpResult } from '@sortie/edge-agent/bench/catch-up';
+import { spoolAppendPhase } from '@sortie/edge-agent/bench/spool-append';
+import type { SpoolAppendResult } from '@sortie/edge-agent/bench/spool-append';
+import { api, createOrgAndKey, freePort, measureServerLoad, ownCpuMs, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
 import type { BenchServer } from './bench-env.ts';
-import { encodeHeaderFrame, openStreamSubmit, varintLength, writeVarint } from './grpc-wire.ts';
+import { allocBatchFrame, encodeHeaderFrame, filledFrame, openStreamSubmit, timestampLength, varintLength, writeTimestampField, writeVarint } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 25);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2);
@@ -68,31 +68,20 @@ function batchFrame(from: number, to: number, replay: number): Buffer {
     const us = frames[i]!.receivedUs + shiftUs;
     const seconds = Math.floor(us / 1e6);
     const nanos = (us - seconds * 1e6) * 1000;
-    const ts = 1 + varintLength(seconds) + (nanos ? 1 + varintLength(nanos) : 0);
+    const ts = timestampLength(seconds, nanos);
     const bytes = frames[i]!.frame.bytes;
     const seq = seqBase + i;
     const len = 1 + varintLength(ts) + ts + 1 + varintLength(bytes.length) + bytes.length + 1 + varintLength(seq);
     parts.push({ seconds, nanos, ts, bytes, seq, len });
     batchLen += 1 + varintLength(len) + len;
   }
-  const messageLen = 1 + varintLength(batchLen) + batchLen;
-  const buf = Buffer.allocUnsafe(5 + messageLen);
-  buf[0] = 0;
-  buf.writeUInt32BE(messageLen, 1);
-  let pos = 5;
-  buf[pos++] = 0x1a; // StreamSubmitRequest.batch
-  pos = writeVarint(buf, pos, batchLen);
+  const frame = allocBatchFrame(batchLen);
+  const buf = frame.buf;
+  let pos = frame.pos;
   for (const p of parts) {
     buf[pos++] = 0x0a; // PointBatch.points
     pos = writeVarint(buf, pos, p.len);
-    buf[pos++] = 0x0a; // TelemetryPoint.timestamp
-    pos = writeVarint(buf, pos, p.ts);
-    buf[pos++] = 0x08;
-    pos = writeVarint(buf, pos, p.seconds);
-    if (p.nanos) {
-      buf[pos++] = 0x10;
-      pos = writeVarint(buf, pos, p.nanos);
-    }
+    pos = writeTimestampField(buf, pos, p.ts, p.seconds, p.nanos);
     buf[pos++] = 0x72; // TelemetryPoint.bytes = 14
     pos = writeVarint(buf, pos, p.bytes.length);
     buf.set(p.bytes, pos);
@@ -100,8 +89,7 @@ function batchFrame(from: number, to: number, replay: number): Buffer {
     buf[pos++] = 0x78; // TelemetryPoint.frame_seq = 15
     pos = writeVarint(buf, pos, p.seq);
   }
-  if (pos !== buf.length) throw new Error(`encoder length mismatch: ${pos} vs ${buf.length}`);
-  return buf;
+  return filledFrame(buf, pos);
 }
 
 function checkEncoder(): void {
@@ -249,14 +237,9 @@ async function baselinePhase(databaseUrl: string, databaseName: string, datasetI
 
 // ---- gRPC phase ------------------------------------------------------------------------------------------
 
-async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string, datasetIds: string[], server: Awaited<ReturnType<typeof startServerProcess>>, databaseName: string) {
-  const latencies: number[] = [];
-  let measuring = true;
-  server.onLog = (line) => {
-    if (measuring && line.msg === 'telemetry batch written') latencies.push(Number(line.ms));
-  };
+async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string, datasetIds: string[], server: BenchServer, databaseName: string) {
   const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const cpu0 = { server: processCpuMs(server.child.pid!), postgres: postgresCpuMs(databaseName), client: ownCpuMs() };
+  const load = measureServerLoad(server, databaseName);
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   const results = await Promise.all(
@@ -283,16 +266,10 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  measuring = false;
   const batches = results.reduce((n, r) => n + r.batches, 0);
-  const cpu = {
-    server: (processCpuMs(server.child.pid!) - cpu0.server) / batches,
-    postgres: (postgresCpuMs(databaseName) - cpu0.postgres) / batches,
-    client: (ownCpuMs() - cpu0.client) / batches,
-  };
+  const { cpu, p50, p99 } = load.finish(batches);
   session.close();
-  latencies.sort((a, b) => a - b);
-  return { frames: results.reduce((n, r) => n + r.sent, 0), rows: 0, expectedRows: results.reduce((n, r) => n + r.expectedRows, 0), elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), batches, cpu };
+  return { frames: results.reduce((n, r) => n + r.sent, 0), rows: 0, expectedRows: results.reduce((n, r) => n + r.expectedRows, 0), elapsed, p50, p99, batches, cpu };
 }
 
 // ---- Server phases: gRPC decode + store, and its baselines ------------------------------------------------

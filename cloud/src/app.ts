@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { armingRoutes } from './arming/routes.ts';
 import { channelsRoutes } from './channels/routes.ts';
-import { commandsRoutes, type CommandRouteHooks } from './commands/routes.ts';
+import { commandsRoutes } from './commands/routes.ts';
 import type { AppContext } from './platform/context.ts';
 import { datasetsRoutes } from './datasets/routes.ts';
 import { deliveriesRoutes } from './delivery/routes.ts';
@@ -20,7 +20,7 @@ import { docsRoutes } from './api-docs/routes.ts';
 import { renderError } from './http/render-error.ts';
 import { requestId } from './http/request-id.ts';
 
-export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): Hono<AppEnv> {
+export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId);
   app.use(httpMetrics(ctx.metrics));
@@ -47,7 +47,7 @@ export function createHttpApp(ctx: AppContext, hooks: CommandRouteHooks = {}): H
   app.route('/api', channelsRoutes(ctx));
   app.route('/api', appendRoutes(ctx));
   app.route('/api', eventsRoutes(ctx));
-  app.route('/api', commandsRoutes(ctx, hooks));
+  app.route('/api', commandsRoutes(ctx));
   app.route('/api', armingRoutes(ctx));
   app.route('/api', templatesRoutes(ctx));
   app.route('/api', webhooksRoutes(ctx));

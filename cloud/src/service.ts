@@ -1,20 +1,22 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import { sql } from 'kysely';
 import { systemClock, type Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { AppContext } from './platform/context.ts';
-import { detectTimescale, migrateToLatest, openDatabase } from './db/connect.ts';
+import { detectTimescale, migrateToLatest, openDatabase, type DatabaseHandle } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
-import type { QueuedJob } from './delivery/queue.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './app.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
-import { createObservability, observeDelivery } from './observability/service-observability.ts';
+import { Metrics } from './platform/metrics.ts';
+import type { Outbox, OutboxJob } from './platform/outbox.ts';
+import { Readiness } from './platform/readiness.ts';
 import { resolveSecretKey } from './platform/secret-key.ts';
 import { parseAllowCidrs } from './net/address-policy.ts';
 import { systemResolver, type Resolver } from './net/url-guard.ts';
@@ -29,14 +31,21 @@ export interface ServiceOverrides {
    * Runs after a dispatch commits and before its jobs are published. Crash tests kill the process here
    * to prove the relay delivers what was committed but never published.
    */
-  afterDispatchCommit?: (jobs: QueuedJob[]) => void;
+  afterDispatchCommit?: (jobs: readonly OutboxJob[]) => void;
+}
+
+/** A service's metrics and readiness, made before anything that reports to them. */
+function createObservability(database: DatabaseHandle, logger: Logger): { metrics: Metrics; readiness: Readiness } {
+  const metrics = new Metrics({ logger });
+  const readiness = new Readiness(logger);
+  readiness.set('database', () => sql`select 1`.execute(database.db));
+  return { metrics, readiness };
 }
 
 /** The cloud process: create wires dependencies and migrates, start listens, destroy lets go of everything. */
 export class SortieService {
   readonly ctx: AppContext;
   readonly delivery: DeliveryEngine;
-  readonly #afterDispatchCommit: ServiceOverrides['afterDispatchCommit'];
   #http: ServerType | undefined;
   #httpCloser: { close(): Promise<void> } | undefined;
   #grpc: GrpcServer | undefined;
@@ -44,10 +53,9 @@ export class SortieService {
   #releaseEmbedded: (() => void) | undefined;
   #destroyed: Promise<void> | undefined;
 
-  private constructor(ctx: AppContext, delivery: DeliveryEngine, overrides: ServiceOverrides) {
+  private constructor(ctx: AppContext, delivery: DeliveryEngine) {
     this.ctx = ctx;
     this.delivery = delivery;
-    this.#afterDispatchCommit = overrides.afterDispatchCommit;
   }
 
   static async create(config: Config, overrides: ServiceOverrides = {}): Promise<SortieService> {
@@ -73,6 +81,17 @@ export class SortieService {
       throw error;
     }
     logger.info({ database: database.kind, timescale: database.timescale }, 'database ready');
+    // The engine is made from the context (DeliveryEngine.create takes ctx), so the context's outbox port
+    // cannot hold the engine when the context is made: it forwards to the engine attached just below.
+    // Nothing can reach the port before that: only start() opens the listeners that dispatch (and jobs
+    // that did arrive early would only wait in the outbox for the relay).
+    let engine: DeliveryEngine | undefined;
+    const outbox: Outbox = {
+      committed: (jobs) => {
+        overrides.afterDispatchCommit?.(jobs);
+        void engine?.publish(jobs);
+      },
+    };
     const ctx: AppContext = {
       config,
       db: database.db,
@@ -82,25 +101,19 @@ export class SortieService {
       secretKey,
       webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
       ...createObservability(database, logger),
+      outbox,
     };
-    let delivery: DeliveryEngine;
     try {
-      delivery = await DeliveryEngine.create(ctx, overrides.delivery);
+      engine = await DeliveryEngine.create(ctx, overrides.delivery);
     } catch (error) {
       await database.close();
       throw error;
     }
-    observeDelivery(ctx, delivery.queue);
-    return new SortieService(ctx, delivery, overrides);
+    return new SortieService(ctx, engine);
   }
 
   async start(): Promise<void> {
-    const app = createHttpApp(this.ctx, {
-      onDispatched: (jobs) => {
-        this.#afterDispatchCommit?.(jobs);
-        void this.delivery.publish(jobs);
-      },
-    });
+    const app = createHttpApp(this.ctx);
     const { host, port } = this.ctx.config.http;
     await new Promise<void>((resolve, reject) => {
       const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve());

@@ -4,5 +4,10 @@ export * from './http/index.ts';
 export * from './gen/index.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';
-export * from './mavlink/index.ts';
+// The dependency-free MAVLink parts only: the dialect (mavlink/dialect.ts) loads node-mavlink, which a
+// webhook receiver or a browser importing the contracts must not pull in; it is `@sortie/contracts/mavlink`.
+export * from './mavlink/crc.ts';
+export * from './mavlink/framer.ts';
+export * from './mavlink/tlog.ts';
+export * from './mavlink/signal-names.ts';
 export * from './openapi/index.ts';

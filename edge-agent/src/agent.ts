@@ -2,9 +2,9 @@
 // A run ends at the end of a replayed file, on stop() (SIGINT/SIGTERM), or on a fatal error; in every
 // case the source is closed, the spool is made durable and closed, and a replay's checkpoint written.
 import { join } from 'node:path';
+import { crcExtraOf } from '@sortie/contracts/mavlink';
 import type { Logger } from 'pino';
 import type { AgentConfig, SourceSpec } from './config.ts';
-import { crcExtraOf } from './framing/crc-extra.ts';
 import { LINK_EVENTS_FILE, LinkEventQueue } from './link/link-event-queue.ts';
 import { LinkLossDetector } from './link/link-loss-detector.ts';
 import type { LinkEvent } from './link/link-loss-detector.ts';
@@ -189,14 +189,7 @@ export async function startAgent(config: AgentConfig, io: AgentIo): Promise<Agen
         },
         finished ? 'replay finished' : 'stopped',
       );
-      try {
-        await linkEvents.close();
-        await spool.close();
-      } catch (error) {
-        code = 1;
-        logger.error({ error: (error as Error).message }, 'closing the spool failed');
-      }
-      return code;
+      return (await closeStorage(linkEvents, spool, logger)) ? code : 1;
     })();
 
     let stopping = false;
@@ -268,6 +261,18 @@ async function openSource(
   return { source, replay: { file, checkpointer } };
 }
 
+/** The last step of a run: false (and logged) when the event queue or the spool could not be closed. */
+async function closeStorage(events: LinkEventQueue, spool: Spool, logger: Logger): Promise<boolean> {
+  try {
+    await events.close();
+    await spool.close();
+    return true;
+  } catch (error) {
+    logger.error({ error: (error as Error).message }, 'closing the spool failed');
+    return false;
+  }
+}
+
 function allAcknowledged(spool: Spool, events: LinkEventQueue): boolean {
   return spool.ackedSeq >= spool.nextSeq - 1n && events.pending().length === 0;
 }
@@ -291,14 +296,7 @@ function drainOnly(spool: Spool, events: LinkEventQueue, uplink: Uplink, logger:
       code = 1;
       logger.error({ error: (error as Error).message }, 'shutdown step failed');
     }
-    try {
-      await events.close();
-      await spool.close();
-    } catch (error) {
-      code = 1;
-      logger.error({ error: (error as Error).message }, 'closing the spool failed');
-    }
-    return code;
+    return (await closeStorage(events, spool, logger)) ? code : 1;
   })();
   return {
     done,

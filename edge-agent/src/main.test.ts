@@ -7,9 +7,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MavlinkFramer } from '@sortie/contracts/mavlink';
+import { MavlinkFramer, crcExtraOf } from '@sortie/contracts/mavlink';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { crcExtraOf } from './framing/crc-extra.ts';
 import { Spool } from './spool/spool.ts';
 import { FIXTURES, fixturePath, readFixture } from './testing/fixtures.ts';
 

@@ -4,11 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { EnvSchema, jetStreamNames, loadConfig, resolveSecretKey, type Config } from '@sortie/cloud';
+import { HELP_TEXT, parseCli } from '@sortie/edge-agent';
 import { parse } from 'yaml';
-import { EnvSchema, loadConfig, type Config } from '../../cloud/src/platform/config.ts';
-import { jetStreamNames } from '../../cloud/src/delivery/nats-queue.ts';
-import { resolveSecretKey } from '../../cloud/src/platform/secret-key.ts';
-import { HELP_TEXT, parseCli } from '../../edge-agent/src/config.ts';
 import {
   dockerignoreExcludes,
   environmentOf,

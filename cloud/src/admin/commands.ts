@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { issueApiKey, KeyIssueError, revokeApiKey } from '../auth/api-keys.ts';
+import { isUuid } from '@sortie/contracts';
+import { apiKeyExists, issueApiKey, KeyIssueError, revokeApiKey } from '../auth/api-keys.ts';
 import { createOrganization, createUser, organizationExists } from '../auth/organizations.ts';
 import type { Db } from '../db/connect.ts';
 import { readCommandWebhooksEnabled, writeCommandWebhooksEnabled } from '../commands/settings.ts';
@@ -26,8 +27,6 @@ export const USAGE = `usage: npm run admin -- <command> [options]
 Scopes: commands:read commands:write datasets:read datasets:write telemetry:read telemetry:write
         webhooks:read webhooks:write (webhook scopes only for an owner: pass --user OWNER_ID)`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function required(values: Record<string, string | undefined>, name: string): string {
   const value = values[name];
   if (!value) throw new AdminError('invalid_request', `--${name} is required`);
@@ -35,7 +34,7 @@ function required(values: Record<string, string | undefined>, name: string): str
 }
 
 function uuid(value: string, name: string): string {
-  if (!UUID.test(value)) throw new AdminError('invalid_request', `--${name} must be a UUID`);
+  if (!isUuid(value)) throw new AdminError('invalid_request', `--${name} must be a UUID`);
   return value;
 }
 
@@ -93,8 +92,7 @@ export async function runAdminCommand(db: Db, argv: string[], now: () => Date = 
       const id = uuid(required(values, 'id'), 'id');
       const revoked = await revokeApiKey(db, id, now());
       if (!revoked) {
-        const exists = await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
-        if (!exists) throw new AdminError('not_found', `no key ${id}`);
+        if (!(await apiKeyExists(db, id))) throw new AdminError('not_found', `no key ${id}`);
       }
       return { keyId: id, revoked: true };
     }

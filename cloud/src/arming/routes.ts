@@ -5,7 +5,7 @@ import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
-import { readArming, toArmingRecord } from './arming.ts';
+import { armDataset, disarmDataset, readArming, toArmingRecord } from './arming.ts';
 
 /** Arming is per dataset, always expires, and is what dispatch checks second (after the deployment switch). */
 export function armingRoutes(ctx: AppContext) {
@@ -15,21 +15,15 @@ export function armingRoutes(ctx: AppContext) {
       const principal = c.get('principal');
       const dataset = await requireDataset(ctx.db, principal.organizationId, body.datasetId, body.experimentId);
       const now = ctx.clock.now();
-      const values = {
-        armed_at: now,
-        expires_at: new Date(now.getTime() + body.ttlSeconds * 1000),
-        armed_by_key_id: principal.keyId,
-        armed_by_user_id: principal.userId,
+      const row = await armDataset(ctx.db, {
+        organizationId: principal.organizationId,
+        datasetId: dataset.id,
+        keyId: principal.keyId,
+        userId: principal.userId,
         reason: body.reason,
-        disarmed_at: null,
-        disarmed_by_key_id: null,
-      };
-      const row = await ctx.db
-        .insertInto('armings')
-        .values({ dataset_id: dataset.id, organization_id: principal.organizationId, ...values })
-        .onConflict((oc) => oc.column('dataset_id').doUpdateSet(values))
-        .returningAll()
-        .executeTakeFirstOrThrow();
+        ttlSeconds: body.ttlSeconds,
+        now,
+      });
       return c.json(toArmingRecord(dataset.id, row, now));
     })
     .post('/datasets/disarm', requireScope(ctx, 'commands:write'), async (c) => {
@@ -37,12 +31,7 @@ export function armingRoutes(ctx: AppContext) {
       const principal = c.get('principal');
       const dataset = await requireDataset(ctx.db, principal.organizationId, body.datasetId, body.experimentId);
       const now = ctx.clock.now();
-      await ctx.db
-        .updateTable('armings')
-        .set({ disarmed_at: now, disarmed_by_key_id: principal.keyId })
-        .where('dataset_id', '=', dataset.id)
-        .where('disarmed_at', 'is', null)
-        .execute();
+      await disarmDataset(ctx.db, { datasetId: dataset.id, keyId: principal.keyId, now });
       return c.json(toArmingRecord(dataset.id, await readArming(ctx.db, dataset.id), now));
     })
     .get('/datasets/arming', requireScope(ctx, 'commands:read'), async (c) => {

@@ -1,6 +1,7 @@
 import { OWNER_ONLY_SCOPES, generateApiKey, hashApiKey, isApiKeyFormat, isScope, type Scope } from '@sortie/contracts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { Executor } from '../db/executor.ts';
+import { organizationExists } from './organizations.ts';
 
 
 export class KeyIssueError extends Error {
@@ -32,8 +33,7 @@ export async function issueApiKey(
   if (input.scopes.length === 0) throw new KeyIssueError('invalid_request', 'a key needs at least one scope');
   const scopes = [...new Set(input.scopes)] as Scope[];
 
-  const org = await db.selectFrom('organizations').select('id').where('id', '=', input.organizationId).executeTakeFirst();
-  if (!org) throw new KeyIssueError('not_found', `no organization ${input.organizationId}`);
+  if (!(await organizationExists(db, input.organizationId))) throw new KeyIssueError('not_found', `no organization ${input.organizationId}`);
 
   let role: string | undefined;
   if (input.userId) {
@@ -79,6 +79,12 @@ export async function revokeApiKey(db: Executor, keyId: string, at: Date): Promi
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/** Whether a key with this id exists, revoked or not: revoking twice is fine, an id never issued is not. */
+export async function apiKeyExists(db: Executor, keyId: string): Promise<boolean> {
+  const row = await db.selectFrom('api_keys').select('id').where('id', '=', keyId).executeTakeFirst();
+  return row !== undefined;
 }
 
 export type KeyCheck =

@@ -2,21 +2,11 @@ import { isApiKeyFormat, type Scope } from '@sortie/contracts';
 import { checkApiKey, type KeyCheck } from './api-keys.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Db } from '../db/connect.ts';
-import { ApiError } from '../http/api-error.ts';
+import { admit, keyRejected, principalFrom, type Principal } from './principal.ts';
 
-export const API_KEY_METADATA = 'x-api-key';
-
-const REASONS = {
-  malformed: `missing or malformed API key (send it as ${API_KEY_METADATA} metadata)`,
-  unknown: 'unknown API key',
-  revoked: 'API key has been revoked',
-  expired: 'API key has expired',
-} as const;
-
-/** Who is calling: the key's organization and scopes, and until when that answer may be trusted. */
-export interface GrpcPrincipal {
-  organizationId: string;
-  keyId: string;
+/** A principal from the cache, with what it takes to re-check the key when the cached answer runs out. */
+export interface CachedPrincipal extends Principal {
+  /** The scope the call was admitted for. */
   scope: Scope;
   /** The presented key, to re-check it when the cached answer runs out. */
   key: string;
@@ -45,23 +35,22 @@ export class KeyCache {
   }
 
   /** Authenticate `key` and require `scope`; throws ApiError unauthorized / insufficient_scope. */
-  async authenticate(key: string | null, scope: Scope): Promise<GrpcPrincipal> {
-    if (!key || !isApiKeyFormat(key)) throw new ApiError('unauthorized', REASONS.malformed);
-    const now = this.#clock.now().getTime();
-    const { check, until } = this.#lookup(key, now);
+  async authenticate(key: string | null, scope: Scope): Promise<CachedPrincipal> {
+    // Refused before the cache, so that garbage neither reaches the database nor fills the cache.
+    if (!key || !isApiKeyFormat(key)) throw keyRejected('malformed', 'metadata');
+    const now = this.#clock.now();
+    const { check, until } = this.#lookup(key, now.getTime());
     const result = await check;
-    if (!result.ok) throw new ApiError('unauthorized', REASONS[result.reason]);
+    admit(result, scope, now, 'metadata');
     const expiresAt = result.expiresAt?.getTime() ?? Infinity;
-    if (expiresAt <= now) throw new ApiError('unauthorized', REASONS.expired);
-    if (!result.scopes.includes(scope)) throw new ApiError('insufficient_scope', `this API key lacks the scope ${scope}`);
-    return { organizationId: result.organizationId, keyId: result.keyId, scope, key, validUntil: Math.min(until, expiresAt) };
+    return { ...principalFrom(result), scope, key, validUntil: Math.min(until, expiresAt) };
   }
 
   /** For long streams: re-check the key once its cached answer has run out. */
-  async revalidate(principal: GrpcPrincipal): Promise<void> {
+  async revalidate(principal: CachedPrincipal): Promise<void> {
     if (this.#clock.now().getTime() < principal.validUntil) return;
     const fresh = await this.authenticate(principal.key, principal.scope);
-    if (fresh.organizationId !== principal.organizationId) throw new ApiError('unauthorized', REASONS.unknown);
+    if (fresh.organizationId !== principal.organizationId) throw keyRejected('unknown', 'metadata');
     principal.validUntil = fresh.validUntil;
   }
 

@@ -1,31 +1,24 @@
 import type { Scope } from '@sortie/contracts';
 import { createMiddleware } from 'hono/factory';
 import type { AppContext } from '../platform/context.ts';
-import { ApiError } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { checkApiKey } from './api-keys.ts';
+import { admit, API_KEY_HEADER, principalFrom, type Principal } from './principal.ts';
 
-const REASONS = {
-  malformed: 'missing or malformed API key (send it as x-api-key)',
-  unknown: 'unknown API key',
-  revoked: 'API key has been revoked',
-  expired: 'API key has expired',
-} as const;
+/**
+ * The hono variables this middleware adds. Hono carries a middleware's env into the handlers after
+ * it, so `c.get('principal')` type-checks exactly behind `requireScope`, and http/ (below auth)
+ * need not know the principal type.
+ */
+export type AuthEnv = { Variables: { principal: Principal } };
 
-/** Authenticate the `x-api-key` header and require one scope. */
+/** Authenticate the `x-api-key` header and require one scope. Checked on every request: no cache. */
 export function requireScope(ctx: AppContext, scope: Scope) {
-  return createMiddleware<AppEnv>(async (c, next) => {
-    const check = await checkApiKey(ctx.db, c.req.header('x-api-key'), ctx.clock.now());
-    if (!check.ok) throw new ApiError('unauthorized', REASONS[check.reason]);
-    if (!check.scopes.includes(scope)) {
-      throw new ApiError('insufficient_scope', `this API key lacks the scope ${scope}`);
-    }
-    c.set('principal', {
-      organizationId: check.organizationId,
-      keyId: check.keyId,
-      userId: check.userId,
-      scopes: new Set(check.scopes),
-    });
+  return createMiddleware<AppEnv & AuthEnv>(async (c, next) => {
+    const now = ctx.clock.now();
+    const check = await checkApiKey(ctx.db, c.req.header(API_KEY_HEADER), now);
+    admit(check, scope, now, 'header');
+    c.set('principal', principalFrom(check));
     await next();
   });
 }

@@ -8,6 +8,7 @@ import { conflict, notFound } from '../http/api-error.ts';
 import { materialiseNarrowChannels } from '../telemetry/narrow/channels.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
+import { lockDatasetForChannels, updateChannel } from './queries.ts';
 
 export function channelsRoutes(ctx: AppContext) {
   return new Hono<AppEnv>()
@@ -27,7 +28,7 @@ export function channelsRoutes(ctx: AppContext) {
           throw conflict('dataset is narrow: its signals come from the data, channels cannot be declared');
         }
         // Serialise index assignment per dataset.
-        await tx.selectFrom('datasets').select('id').where('id', '=', dataset.id).forUpdate().execute();
+        await lockDatasetForChannels(tx, dataset.id);
         const existing = await listChannelRows(tx, dataset.id);
         if (existing.some((ch) => ch.name === body.name)) throw conflict(`a channel named "${body.name}" already exists`);
         // Metadata only: the physical column appears when a registration lists the channel.
@@ -46,21 +47,16 @@ export function channelsRoutes(ctx: AppContext) {
       const body = await readJson(c, UpdateChannelRequestSchema);
       const organizationId = c.get('principal').organizationId;
       const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
-      const changes = {
-        ...(body.name !== undefined && { name: body.name }),
-        ...(body.unit !== undefined && { unit: body.unit }),
-        ...(body.dataType !== undefined && { data_type: body.dataType }),
-        updated_at: ctx.clock.now(),
-      };
       let row;
       try {
-        row = await ctx.db
-          .updateTable('channels')
-          .set(changes)
-          .where('id', '=', body.id)
-          .where('dataset_id', '=', dataset.id)
-          .returningAll()
-          .executeTakeFirst();
+        row = await updateChannel(ctx.db, {
+          datasetId: dataset.id,
+          channelId: body.id,
+          name: body.name,
+          unit: body.unit,
+          dataType: body.dataType,
+          now: ctx.clock.now(),
+        });
       } catch (error) {
         if (isUniqueViolation(error)) throw conflict(`a channel named "${body.name}" already exists`);
         throw error;

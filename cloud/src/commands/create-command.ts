@@ -2,7 +2,7 @@ import type { CreateCommandRequest } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { CommandRow } from '../db/schema.ts';
-import type { Principal } from '../http/app-env.ts';
+import type { Principal } from '../auth/principal.ts';
 
 /**
  * Log a command: an audit row with status `logged`; nothing is sent. A repeated clientToken returns the

@@ -3,23 +3,26 @@ import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../platform/context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { sql } from 'kysely';
+import type { OutboxJob } from '../platform/outbox.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
-import type { QueuedJob } from '../delivery/queue.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
-export interface DispatchOutcome {
+interface DispatchOutcome {
   response: DispatchResponse;
   /** Outbox rows written in the dispatch transaction, to publish after commit. */
-  jobs: QueuedJob[];
+  jobs: OutboxJob[];
 }
 
 /**
  * Dispatch: check the spec's four preconditions in its order, then in one transaction move the command
  * `logged → queued` by compare-and-set, set its deadline and write one delivery job per enabled
- * endpoint (the outbox). Returns without waiting for any receiver.
+ * endpoint (the outbox); once that committed, hand the jobs to the outbox port (ctx.outbox), which
+ * publishes them to the delivery queue. Returns without waiting for the queue or any receiver.
  */
-export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome> {
-  return (await dispatchInOneStatement(ctx, organizationId, body)) ?? dispatchExplained(ctx, organizationId, body);
+export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchResponse> {
+  const outcome = (await dispatchInOneStatement(ctx, organizationId, body)) ?? (await dispatchExplained(ctx, organizationId, body));
+  ctx.outbox.committed(outcome.jobs);
+  return outcome.response;
 }
 
 /**

@@ -15,18 +15,12 @@ import type { AckOutcome } from '../platform/metrics.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { validateArgs } from '../templates/args-schema.ts';
 import { findTemplate } from '../templates/queries.ts';
-import type { QueuedJob } from '../delivery/queue.ts';
 import { acknowledge } from './ack.ts';
 import { createCommand } from './create-command.ts';
 import { dispatchCommand } from './dispatch.ts';
 import { toCommandRecord } from './records.ts';
 
-export interface CommandRouteHooks {
-  /** Called after a dispatch commits, with the outbox rows to publish. Must not throw. */
-  onDispatched?: (jobs: QueuedJob[]) => void;
-}
-
-export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
+export function commandsRoutes(ctx: AppContext) {
   return new Hono<AppEnv>()
     .post('/commands/create', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, CreateCommandRequestSchema);
@@ -80,9 +74,7 @@ export function commandsRoutes(ctx: AppContext, hooks: CommandRouteHooks = {}) {
     })
     .post('/commands/dispatch', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, DispatchRequestSchema);
-      const outcome = await dispatchCommand(ctx, c.get('principal').organizationId, body);
-      hooks.onDispatched?.(outcome.jobs);
-      return c.json(outcome.response);
+      return c.json(await dispatchCommand(ctx, c.get('principal').organizationId, body));
     })
     // No API key: the per-command bearer token from the delivery is the credential.
     .post('/commands/ack', async (c) => {

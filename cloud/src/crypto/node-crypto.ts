@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { WEBHOOK_HEADERS, WEBHOOK_USER_AGENT, type SignWebhookInput } from '@sortie/contracts';
+import { deliveryHeaders, deliveryTimestamp, formatSignatureHeader, signedPayloadHead, type SignWebhookInput } from '@sortie/contracts';
 
 /**
  * The server's hot-path twins of contracts' hashing and signing. contracts uses Web Crypto so the
@@ -16,17 +16,9 @@ export function sha256HexSync(text: string): string {
 /** Same headers as contracts' signWebhook. */
 export function signWebhookSync(input: SignWebhookInput): Record<string, string> {
   if (input.secrets.length < 1 || input.secrets.length > 2) throw new RangeError('signWebhookSync needs one or two live secrets');
-  const timestamp = String(Math.floor((input.nowMs ?? Date.now()) / 1000));
+  const timestamp = deliveryTimestamp(input.nowMs);
+  const head = signedPayloadHead(timestamp);
   const body = typeof input.rawBody === 'string' ? Buffer.from(input.rawBody, 'utf8') : input.rawBody;
-  const signature = input.secrets
-    .map((secret) => `v1=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(`v1:${timestamp}:`).update(body).digest('hex')}`)
-    .join(',');
-  return {
-    'content-type': 'application/json',
-    'user-agent': WEBHOOK_USER_AGENT,
-    [WEBHOOK_HEADERS.event]: input.eventType,
-    [WEBHOOK_HEADERS.delivery]: input.deliveryId,
-    [WEBHOOK_HEADERS.timestamp]: timestamp,
-    [WEBHOOK_HEADERS.signature]: signature,
-  };
+  const signatures = input.secrets.map((secret) => createHmac('sha256', Buffer.from(secret, 'utf8')).update(head).update(body).digest('hex'));
+  return deliveryHeaders(input, timestamp, formatSignatureHeader(signatures));
 }

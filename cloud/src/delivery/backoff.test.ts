@@ -5,18 +5,8 @@ import {
   MAX_RETRY_AFTER_MS,
   nextAttemptDelay,
   parseRetryAfter,
-  parseRetrySchedule,
   retryDelayMs,
 } from './backoff.ts';
-
-describe('parseRetrySchedule', () => {
-  it('reads ms, s, m and h', () => {
-    expect(parseRetrySchedule('500ms, 1s,2m,1h')).toEqual([500, 1000, 120_000, 3_600_000]);
-  });
-  it.each(['', '5', '1d', '0s', '2h', 'x,1s'])('rejects %j', (text) => {
-    expect(() => parseRetrySchedule(text)).toThrow();
-  });
-});
 
 describe('retryDelayMs', () => {
   const schedule = [1000, 5000, 30_000];

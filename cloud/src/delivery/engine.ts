@@ -6,6 +6,7 @@ import { loadPendingJobs, markAllPendingUnpublished, markPublished } from './job
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
 import { MicroBatcher } from './micro-batcher.ts';
+import { observeDelivery } from './observe.ts';
 import type { DeliveryQueue, QueuedJob } from './queue.ts';
 import { DEFAULT_RELAY, startRelay, type RelayOptions } from './relay.ts';
 import { postWebhook, WebhookAgents } from './send.ts';
@@ -68,10 +69,10 @@ export class DeliveryEngine {
     const queue: DeliveryQueue = config.natsUrl
       ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger })
       : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
-    if (queue instanceof NatsDeliveryQueue && queue.streamCreated) {
+    if (queue.broker?.streamCreated) {
       const handedBack = await markAllPendingUnpublished(ctx.db);
       if (handedBack > 0) {
-        logger.warn({ stream: queue.names.stream, jobs: handedBack }, 'delivery stream was missing and is new: pending jobs go back to the relay to be published again');
+        logger.warn({ stream: queue.broker.names.stream, jobs: handedBack }, 'delivery stream was missing and is new: pending jobs go back to the relay to be published again');
       }
     }
     const mailer = config.smtp.url ? createMailer({ url: config.smtp.url, from: config.smtp.from }) : undefined;
@@ -79,7 +80,8 @@ export class DeliveryEngine {
     const deps: DeliveryDeps = { ctx, send: overrides.send ?? ((post) => postWebhook(post, agents)), onAttempt: overrides.onAttempt };
     const engine = new DeliveryEngine(ctx, queue, deps, overrides.relay ?? DEFAULT_RELAY, mailer, agents);
     deps.onEndpointDisabled = (health) => engine.#email(health.recipients, health.subject, health.message);
-    logger.info({ queue: queue.kind, ...(queue instanceof NatsDeliveryQueue && queue.names) }, 'delivery queue ready');
+    logger.info({ queue: queue.kind, ...queue.broker?.names }, 'delivery queue ready');
+    observeDelivery(ctx, queue);
     return engine;
   }
 

@@ -2,11 +2,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { leaseAndLoadMany, markPublished } from './jobs.ts';
+import { LEASE_ROW_COLUMNS, leaseAndLoadMany, markPublished } from './jobs.ts';
 
 let testDb: TestDatabase;
 let database: DatabaseHandle;
 const jobs: string[] = [];
+const endpoints: string[] = [];
+let ids: { org: string; ds: string; cmd: string };
 
 beforeAll(async () => {
   testDb = await createTestDatabase();
@@ -17,6 +19,7 @@ beforeAll(async () => {
   const exp = crypto.randomUUID();
   const ds = crypto.randomUUID();
   const cmd = crypto.randomUUID();
+  ids = { org, ds, cmd };
   await db.insertInto('organizations').values({ id: org, name: 'o' }).execute();
   await db.insertInto('experiments').values({ id: exp, organization_id: org, name: 'e', description: '' }).execute();
   await db.insertInto('datasets').values({ id: ds, organization_id: org, experiment_id: exp, name: 'd', storage_shape: 'wide' }).execute();
@@ -25,6 +28,7 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++) {
     const endpoint = crypto.randomUUID();
     await db.insertInto('webhook_endpoints').values({ id: endpoint, organization_id: org, label: '', url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() }).execute();
+    endpoints.push(endpoint);
     const id = crypto.randomUUID();
     await db.insertInto('delivery_jobs').values({ id, organization_id: org, command_id: cmd, endpoint_id: endpoint }).execute();
     jobs.push(id);
@@ -58,4 +62,34 @@ it('a lease records the job as published, since its message evidently arrived', 
   expect(loaded?.job.id).toBe(job);
   const row = await database.db.selectFrom('delivery_jobs').select('published_at').where('id', '=', job).executeTakeFirstOrThrow();
   expect(row.published_at).not.toBeNull();
+});
+
+// The lease names its columns instead of `c.*` (so its row type is checked), and tsc holds the lists to
+// db/schema.ts; this holds them to the tables the migrations make, so neither side can gain a column
+// that the lease would silently leave out.
+it('the lease reads every column of commands and webhook_endpoints', async () => {
+  for (const [table, columns] of Object.entries(LEASE_ROW_COLUMNS)) {
+    const { rows } = await sql<{ column_name: string }>`
+      select column_name from information_schema.columns where table_schema = current_schema() and table_name = ${table}
+      order by ordinal_position
+    `.execute(database.db);
+    expect([...columns], table).toEqual(rows.map((r) => r.column_name));
+  }
+});
+
+it('a lease loads the command, endpoint and arming as Kysely reads them', async () => {
+  const db = database.db;
+  const expiresAt = new Date(Date.now() + 3_600_000);
+  await db
+    .insertInto('armings')
+    .values({ dataset_id: ids.ds, organization_id: ids.org, armed_at: new Date(), expires_at: expiresAt, armed_by_key_id: null, armed_by_user_id: null, reason: '', disarmed_by_key_id: null })
+    .execute();
+  const [loaded] = await leaseAndLoadMany(db, { now: new Date(), leaseMs: 30_000, items: [{ jobId: jobs[1]!, tokenHash: 'i'.repeat(64) }] });
+  expect(loaded).toEqual({
+    job: { id: jobs[1], organization_id: ids.org, command_id: ids.cmd, endpoint_id: endpoints[1], attempts: 0 },
+    command: await db.selectFrom('commands').selectAll().where('id', '=', ids.cmd).executeTakeFirstOrThrow(),
+    endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoints[1]!).executeTakeFirstOrThrow(),
+    arming: { expires_at: expiresAt, disarmed_at: null },
+    tokenMinted: true,
+  });
 });

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { CommandRow, DeliveryJobState, WebhookEndpointRow } from '../db/schema.ts';
+import type { ArmingRow, CommandRow, DeliveryJobRow, DeliveryJobState, WebhookEndpointRow } from '../db/schema.ts';
 import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
 import type { Executor } from '../db/executor.ts';
@@ -98,13 +98,61 @@ export async function finishJob(db: Executor, input: { jobId: string; state: Exc
 
 /** What one attempt needs, read in the statement that takes the lease. */
 export interface LoadedJob {
-  job: { id: string; organization_id: string; command_id: string; endpoint_id: string; attempts: number };
+  job: Pick<DeliveryJobRow, 'id' | 'organization_id' | 'command_id' | 'endpoint_id' | 'attempts'>;
   command: CommandRow | undefined;
   endpoint: WebhookEndpointRow | undefined;
-  arming: { expires_at: Date; disarmed_at: Date | null } | undefined;
+  arming: Pick<ArmingRow, 'expires_at' | 'disarmed_at'> | undefined;
   /** Whether the ack token hash passed in was stored (the command was queued and before its deadline). */
   tokenMinted: boolean;
 }
+
+/**
+ * The column names of a row type, each key of Row exactly as db/schema.ts declares it: tsc rejects a list
+ * that misses a key or names one the row lacks, so a column added to the schema cannot reach the lease
+ * below as `undefined`. (jobs.test.ts checks the lists against the migrated tables too.)
+ */
+function columnsOf<Row>() {
+  return <const C extends readonly (keyof Row & string)[]>(
+    columns: C & ([Exclude<keyof Row, C[number]>] extends [never] ? unknown : { missing: Exclude<keyof Row, C[number]> }),
+  ): C => columns;
+}
+
+/** Every column of `commands`, in the table's order: an attempt needs the whole command for its body. */
+const COMMAND_COLUMNS = columnsOf<CommandRow>()([
+  'id', 'organization_id', 'experiment_id', 'dataset_id', 'command_text', 'description', 'args', 'template_key', 'category',
+  'rel_time', 'issued_at', 'issued_by_name', 'issued_by_email', 'issued_by_key_id', 'status', 'status_detail', 'queued_at',
+  'delivered_at', 'acked_at', 'ack_deadline_at', 'vehicle_time', 'ack_payload', 'delivery_attempts', 'client_token',
+  'retracted_at', 'retracted_reason', 'destructive',
+]);
+
+/** Every column of `webhook_endpoints`, in the table's order: health, secrets and URL checks read them. */
+const ENDPOINT_COLUMNS = columnsOf<WebhookEndpointRow>()([
+  'id', 'organization_id', 'label', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'rotating_until', 'disabled_at',
+  'disabled_reason', 'consecutive_failures', 'deleted_at', 'created_at', 'updated_at',
+]);
+
+/** The whole rows the lease reads, by table (jobs.test.ts compares them with the migrated tables). */
+export const LEASE_ROW_COLUMNS = { commands: COMMAND_COLUMNS, webhook_endpoints: ENDPOINT_COLUMNS } as const;
+
+/** `Row` with every column renamed `<prefix><column>`; null when its left join found nothing. */
+type Prefixed<Row, P extends string> = { [K in keyof Row & string as `${P}${K}`]: Row[K] | null };
+
+/** One row of the lease statement, as its select list names the columns. */
+type LeaseRow = { [K in keyof LoadedJob['job'] as `job_${K}`]: LoadedJob['job'][K] } & {
+  minted: boolean;
+  a_expires_at: Date | null;
+  a_disarmed_at: Date | null;
+} & Prefixed<CommandRow, 'c_'> &
+  Prefixed<WebhookEndpointRow, 'e_'>;
+
+/**
+ * The select list of the command and endpoint columns, prefixed so the two tables' `id`s stay apart.
+ * Built once from the constant lists above (never from input), so raw text is safe and adds nothing
+ * per statement on the delivery hot path.
+ */
+const PREFIXED_COLUMNS = sql.raw(
+  [...COMMAND_COLUMNS.map((c) => `c.${c} as c_${c}`), ...ENDPOINT_COLUMNS.map((c) => `e.${c} as e_${c}`)].join(', '),
+);
 
 /**
  * Lease jobs, read each one's command, endpoint and arming, and store the hash of the ack token its
@@ -118,7 +166,7 @@ export async function leaseAndLoadMany(
   input: { now: Date; leaseMs: number; items: ReadonlyArray<{ jobId: string; tokenHash: string }> },
 ): Promise<Array<LoadedJob | undefined>> {
   const leaseUntil = new Date(input.now.getTime() + input.leaseMs);
-  const { rows } = await sql<Record<string, any>>`
+  const { rows } = await sql<LeaseRow>`
     with input as (
       select * from unnest(${input.items.map((i) => i.jobId)}::uuid[], ${input.items.map((i) => i.tokenHash)}::text[]) as t(job_id, token_hash)
     ),
@@ -139,19 +187,14 @@ export async function leaseAndLoadMany(
       l.id as job_id, l.organization_id as job_organization_id, l.command_id as job_command_id,
       l.endpoint_id as job_endpoint_id, l.attempts as job_attempts,
       exists (select 1 from minted m where m.token_hash = l.token_hash) as minted,
-      c.*,
-      e.id as e_id, e.organization_id as e_organization_id, e.label as e_label, e.url as e_url,
-      e.secret_ciphertext as e_secret_ciphertext, e.previous_secret_ciphertext as e_previous_secret_ciphertext,
-      e.rotating_until as e_rotating_until, e.disabled_at as e_disabled_at, e.disabled_reason as e_disabled_reason,
-      e.consecutive_failures as e_consecutive_failures, e.deleted_at as e_deleted_at,
-      e.created_at as e_created_at, e.updated_at as e_updated_at,
-      a.expires_at as a_expires_at, a.disarmed_at as a_disarmed_at, a.dataset_id as a_dataset_id
+      ${PREFIXED_COLUMNS},
+      a.expires_at as a_expires_at, a.disarmed_at as a_disarmed_at
     from leased l
     left join commands c on c.id = l.command_id
     left join webhook_endpoints e on e.id = l.endpoint_id
     left join armings a on a.dataset_id = c.dataset_id
   `.execute(db);
-  const byJob = new Map(rows.map((r) => [r.job_id as string, toLoadedJob(r)]));
+  const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r)]));
   // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
   const handedOut = new Set<string>();
   return input.items.map((i) => {
@@ -161,17 +204,23 @@ export async function leaseAndLoadMany(
   });
 }
 
-function toLoadedJob(r: Record<string, any>): LoadedJob {
-  const prefixed = (prefix: string) =>
-    Object.fromEntries(Object.entries(r).filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v]));
-  const command = r.id ? (Object.fromEntries(Object.entries(r).filter(([k]) => !/^(job_|e_|a_|minted$)/.test(k))) as CommandRow) : undefined;
+function toLoadedJob(r: LeaseRow): LoadedJob {
   return {
     job: { id: r.job_id, organization_id: r.job_organization_id, command_id: r.job_command_id, endpoint_id: r.job_endpoint_id, attempts: r.job_attempts },
-    command,
-    endpoint: r.e_id ? (prefixed('e_') as WebhookEndpointRow) : undefined,
-    arming: r.a_dataset_id ? { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at } : undefined,
+    command: r.c_id === null ? undefined : unprefix<CommandRow>(r, 'c_', COMMAND_COLUMNS),
+    endpoint: r.e_id === null ? undefined : unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS),
+    // expires_at is NOT NULL, so it is null only when the left join found no arming.
+    arming: r.a_expires_at === null ? undefined : { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at },
     tokenMinted: r.minted === true,
   };
+}
+
+/** The `prefix`ed columns of a lease row as the table's row (the left join matched, so none is the join's null). */
+function unprefix<Row>(r: LeaseRow, prefix: string, columns: readonly (keyof Row & string)[]): Row {
+  const source = r as unknown as Record<string, unknown>;
+  const row: Record<string, unknown> = {};
+  for (const column of columns) row[column] = source[prefix + column];
+  return row as Row;
 }
 
 export interface AttemptRecord {

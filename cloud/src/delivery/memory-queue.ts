@@ -15,6 +15,8 @@ const ERROR_RETRY_MS = 5000;
  */
 export class MemoryDeliveryQueue implements DeliveryQueue {
   readonly kind = 'memory';
+  /** No broker: the queue lives in this process and is rebuilt from the outbox at start. */
+  readonly broker = undefined;
   readonly #loadPending: () => Promise<PendingJob[]>;
   readonly #logger: Logger;
   /** Every job the queue knows: waiting on a timer, ready, or running. Publishing a known one collapses. */

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { raceAbort } from '../platform/abort-race.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { DeliveryQueue, JobHandler, QueuedJob } from './queue.ts';
+import type { DeliveryQueue, JobHandler, QueueBroker, QueuedJob } from './queue.ts';
 
 /** The names a `nats` CLI user looks for (README: "Watching deliveries"). */
 export function jetStreamNames(namespace: string) {
@@ -48,8 +48,12 @@ const PULL_RETRY_MS = 1000;
  * goes to one worker, explicit ack, `nak(delay)` for back-off. Stream and consumer are created (or
  * brought to this configuration) at start-up, so a fresh NATS needs no setup.
  */
-export class NatsDeliveryQueue implements DeliveryQueue {
+export class NatsDeliveryQueue implements DeliveryQueue, QueueBroker {
   readonly kind = 'jetstream';
+  /** The queue is its own broker view: the engine and the metrics reach the JetStream side through it. */
+  get broker(): QueueBroker {
+    return this;
+  }
   readonly names: ReturnType<typeof jetStreamNames>;
   /**
    * True when this start found no stream and made it: a first start, or NATS lost its storage. Either

@@ -1,3 +1,5 @@
+import type { OutboxJob } from '../platform/outbox.ts';
+
 /**
  * The delivery queue: carries "attempt this job now" messages between dispatch and the workers.
  * Postgres (`delivery_jobs`) is the truth; a queue only says *when* to look at a job, so losing or
@@ -8,11 +10,11 @@
  * - In-process (memory-queue.ts) for the embedded single-process mode: rebuilt from the outbox at start.
  */
 
-/** A job to look at: the outbox row id and its organization (the NATS subject carries it). */
-export interface QueuedJob {
-  jobId: string;
-  organizationId: string;
-}
+/**
+ * A job to look at: the outbox row id and its organization (the NATS subject carries it). The very
+ * shape dispatch hands the outbox port (platform/outbox.ts), so what commits is what gets queued.
+ */
+export type QueuedJob = OutboxJob;
 
 /**
  * What the handler decided, in JetStream's vocabulary (jsmsg.ts):
@@ -31,6 +33,11 @@ export type JobHandler = (job: QueuedJob, delivery: { redelivered: boolean }) =>
 export interface DeliveryQueue {
   readonly kind: 'jetstream' | 'memory';
   /**
+   * The broker behind a queue shared by every cloud process (JetStream), for the engine's start-up and
+   * for metrics and /readyz; undefined for the in-process queue, which has nothing outside the process.
+   */
+  readonly broker: QueueBroker | undefined;
+  /**
    * Hand jobs to the queue. Idempotent per jobId: publishing a job again while the first message is
    * still queued collapses onto it. Resolves once the queue holds them durably (JetStream: PubAck).
    */
@@ -41,4 +48,20 @@ export interface DeliveryQueue {
   stop(): Promise<void>;
   /** Jobs queued and not yet finished (for metrics and tests); -1 when unknown. */
   pending(): Promise<number>;
+}
+
+/** What the engine and the metrics need to know of the broker behind a shared queue. */
+export interface QueueBroker {
+  /** The names an operator looks for with the `nats` CLI (also logged at start-up). */
+  readonly names: { stream: string; subjectRoot: string; consumer: string };
+  /**
+   * True when this start found no stream and made it: a first start, or the broker lost its storage.
+   * Either way no message of any job published before exists any more (the engine hands those jobs
+   * back to the relay).
+   */
+  readonly streamCreated: boolean;
+  /** The consumer's backlog as the broker counts it: waiting to be handed out, and handed out but unacked. */
+  consumerBacklog(): Promise<{ numPending: number; numAckPending: number }>;
+  /** One round trip to the broker; while disconnected it waits for the reconnect (callers bound it). */
+  ping(): Promise<void>;
 }

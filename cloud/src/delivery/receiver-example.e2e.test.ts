@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createWebhookReceiver, serveReceiver, type Decision, type WebhookReceiver } from '../../../contracts/examples/webhook-receiver.ts';
+import { createWebhookReceiver, serveReceiver, type Decision, type WebhookReceiver } from '@sortie/contracts/examples/webhook-receiver';
 import { eventually, RECEIVER_HOST, startDeliveryFixture, type DeliveryFixture } from '../testing/delivery-fixture.ts';
 
 /**

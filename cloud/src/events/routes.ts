@@ -7,6 +7,7 @@ import type { EventRow } from '../db/schema.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { alignNarrowEvents } from '../telemetry/narrow/events.ts';
+import { insertEvents, listEvents } from './queries.ts';
 
 function toEvent(row: EventRow): TimelineEvent {
   return {
@@ -26,29 +27,13 @@ export function eventsRoutes(ctx: AppContext) {
       const body = await readJson(c, CreateEventsRequestSchema);
       const organizationId = c.get('principal').organizationId;
       const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
-      const rows = await ctx.db
-        .insertInto('events')
-        .values(
-          body.events.map((e) => ({
-            id: crypto.randomUUID(),
-            organization_id: organizationId,
-            dataset_id: dataset.id,
-            time: e.timestamp,
-            kind: e.kind,
-            message: e.message,
-            data: JSON.stringify(e.data),
-          })),
-        )
-        .returningAll()
-        .execute();
+      const rows = await insertEvents(ctx.db, { organizationId, datasetId: dataset.id, events: body.events });
       return c.json({ events: rows.map(toEvent) }, 201);
     })
     .get('/datasets/events', requireScope(ctx, 'datasets:read'), async (c) => {
       const query = readQuery(c, ListEventsQuerySchema);
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
-      let q = ctx.db.selectFrom('events').selectAll().where('dataset_id', '=', dataset.id);
-      if (query.kind) q = q.where('kind', '=', query.kind);
-      const rows = await q.orderBy('time').orderBy('id').execute();
+      const rows = await listEvents(ctx.db, dataset.id, query.kind);
       // Narrow datasets: on the charts' aligned time axis (narrow/events.ts).
       if (dataset.storage_shape === 'narrow') return c.json((await alignNarrowEvents(ctx.db, dataset.id, rows)).map(toEvent));
       return c.json(rows.map(toEvent));

@@ -1,10 +1,9 @@
 import type { HandlerContext } from '@connectrpc/connect';
+import { isUuid } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../http/api-error.ts';
 import { requestIdKey } from './context.ts';
 import { toConnectError } from './errors.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Run an RPC body: every failure leaves as a ConnectError with its gRPC code and the request id; each call is logged once. */
 export async function runRpc<T>(ctx: AppContext, context: HandlerContext, body: () => Promise<T>, summary?: (result: T) => object): Promise<T> {
@@ -28,6 +27,6 @@ export async function runRpc<T>(ctx: AppContext, context: HandlerContext, body: 
 export function uuidField(value: string, field: string, options: { optional?: boolean } = {}): string {
   if (value === '' && options.optional) return '';
   if (value === '') throw new ApiError('invalid_request', `${field} is required`);
-  if (!UUID.test(value)) throw new ApiError('invalid_request', `${field} is not a UUID: "${value.slice(0, 80)}"`);
+  if (!isUuid(value)) throw new ApiError('invalid_request', `${field} is not a UUID: "${value.slice(0, 80)}"`);
   return value.toLowerCase();
 }

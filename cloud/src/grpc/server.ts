@@ -6,8 +6,10 @@ import { compressionGzip, connectNodeAdapter } from '@connectrpc/connect-node';
 import { TelemetryService, type Scope } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { REQUEST_ID_HEADER, requestIdFrom } from '../http/request-id.ts';
-import { API_KEY_METADATA, KeyCache } from '../auth/key-cache.ts';
+import { KeyCache } from '../auth/key-cache.ts';
+import { API_KEY_HEADER } from '../auth/principal.ts';
 import { principalKey, requestIdKey } from './context.ts';
+import type { GrpcDeps } from './deps.ts';
 import { toConnectError } from './errors.ts';
 import { grpcPortCloser } from './graceful-close.ts';
 import { createH2cListener } from './h2c-listener.ts';
@@ -32,13 +34,6 @@ export interface GrpcServer {
    * StreamSubmit calls once what they received is written; cut what is left after `forceAfterMs`.
    */
   close(options?: { forceAfterMs?: number }): Promise<void>;
-}
-
-export interface GrpcDeps {
-  ctx: AppContext;
-  keys: KeyCache;
-  /** Aborted when the server starts closing: open streams write what they hold and end UNAVAILABLE. */
-  draining: AbortSignal;
 }
 
 /**
@@ -118,7 +113,7 @@ async function authenticate({ ctx, keys }: GrpcDeps, context: HandlerContext): P
   const scope = SCOPE_OF[context.method.localName];
   try {
     if (!scope) throw new ConnectError(`no scope is defined for ${context.method.name}`, Code.Unimplemented);
-    context.values.set(principalKey, await keys.authenticate(context.requestHeader.get(API_KEY_METADATA), scope));
+    context.values.set(principalKey, await keys.authenticate(context.requestHeader.get(API_KEY_HEADER), scope));
   } catch (error) {
     throw toConnectError(error, { logger: ctx.logger, requestId });
   }

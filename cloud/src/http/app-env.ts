@@ -1,16 +1,10 @@
-import type { Scope } from '@sortie/contracts';
-
-/** Who is calling, established by the API key. Every query is scoped by `organizationId`. */
-export interface Principal {
-  organizationId: string;
-  keyId: string;
-  userId: string | null;
-  scopes: ReadonlySet<Scope>;
-}
-
+/**
+ * The hono variables every request has. The caller's principal is not here: http/ sits below auth/,
+ * so auth/require-scope.ts declares it (AuthEnv) and hono hands it to the handlers behind that
+ * middleware, which also keeps `c.get('principal')` from type-checking where no key was checked.
+ */
 export type AppEnv = {
   Variables: {
     requestId: string;
-    principal: Principal;
   };
 };

@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { AppEnv } from '../http/app-env.ts';
+import { listNotifications } from './queries.ts';
 
 const LIMIT = 200;
 
@@ -13,9 +14,7 @@ const LIMIT = 200;
 export function notificationsRoutes(ctx: AppContext) {
   return new Hono<AppEnv>().get('/notifications', requireScope(ctx, 'webhooks:read'), async (c) => {
     const { organizationId, userId } = c.get('principal');
-    let query = ctx.db.selectFrom('notifications').selectAll().where('organization_id', '=', organizationId);
-    if (userId) query = query.where('user_id', '=', userId);
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id').limit(LIMIT).execute();
+    const rows = await listNotifications(ctx.db, { organizationId, userId, limit: LIMIT });
     const notifications: Notification[] = rows.map((row) => ({
       id: row.id,
       kind: row.kind,

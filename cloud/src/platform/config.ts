@@ -1,5 +1,19 @@
 import { z } from 'zod';
-import { parseRetrySchedule } from '../delivery/backoff.ts';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `"500ms,1s,2m"` → `[500, 1000, 120000]`: SORTIE_WEBHOOK_RETRY_SCHEDULE as delivery/backoff.ts uses it. */
+export function parseRetrySchedule(text: string): number[] {
+  const parts = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (parts.length === 0) throw new Error('the retry schedule needs at least one wait, e.g. "1s,5s,30s"');
+  return parts.map((part) => {
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(part);
+    if (!match) throw new Error(`"${part}" is not a wait (use e.g. 500ms, 5s, 2m)`);
+    const ms = Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
+    if (ms <= 0 || ms > 3_600_000) throw new Error(`"${part}" must be more than 0 and at most 1h`);
+    return ms;
+  });
+}
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalString = z

@@ -3,6 +3,7 @@ import type { Clock } from './clock.ts';
 import type { DatabaseHandle, Db } from '../db/connect.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import type { Outbox } from './outbox.ts';
 import type { Readiness } from './readiness.ts';
 import type { AllowList } from '../net/address-policy.ts';
 import type { Resolver } from '../net/url-guard.ts';
@@ -22,4 +23,6 @@ export interface AppContext {
   metrics: Metrics;
   /** What /readyz checks. */
   readiness: Readiness;
+  /** Where committed delivery jobs go to be published (the delivery engine, wired by service.ts). */
+  outbox: Outbox;
 }

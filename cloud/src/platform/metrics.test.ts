@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { SinkCounts, TelemetrySink } from '../telemetry/sinks.ts';
+import type { SinkCounts, TelemetrySink } from '../telemetry/sink.ts';
 import { parsePrometheusText, samplesOf, valueOf } from '../testing/prometheus-text.ts';
 import { httpMetrics, UNMATCHED_ROUTE } from '../observability/http-metrics.ts';
 import { countedSink } from '../telemetry/ingest-metrics.ts';

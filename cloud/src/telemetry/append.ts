@@ -1,4 +1,4 @@
-import type { AppendRequest, AppendResponse, ErrorDetail } from '@sortie/contracts';
+import { isUuid, type AppendRequest, type AppendResponse, type ErrorDetail } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import { conflict, invalidRequest } from '../http/api-error.ts';
@@ -9,7 +9,6 @@ import { coerceJsonValue } from './wide-values.ts';
 import { writeWideBatch } from './wide-writer.ts';
 
 const CH_N = /^ch_\d+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_DETAILS = 50;
 
 /**
@@ -42,7 +41,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
       const field = `rows[${i}].values.${key}`;
       const channel = CH_N.test(key) ? byColumn.get(key) : byName.get(key);
       if (!channel) {
-        if (UUID.test(key)) {
+        if (isUuid(key)) {
           // The spec's trap: a channel UUID is not an address. Succeed, write nothing, and say so.
           ignored.add(key);
           ignoredValues++;

@@ -1,4 +1,4 @@
-import type { SinkCounts, TelemetrySink } from './sinks.ts';
+import type { SinkCounts, TelemetrySink } from './sink.ts';
 import type { IngestShape, IngestTransport, Metrics } from '../platform/metrics.ts';
 
 /**

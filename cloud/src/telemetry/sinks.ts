@@ -1,51 +1,11 @@
-import type { TelemetryPoint } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { ApiError, conflict } from '../http/api-error.ts';
 import { openNarrowSink } from './narrow/narrow-sink.ts';
 import { countedSink } from './ingest-metrics.ts';
+import type { SinkFactory, TelemetrySink } from './sink.ts';
 import { openWideSink } from './wide-sink.ts';
-
-/** Totals a sink reports; `accepted = written + duplicates + ignored`. */
-export interface SinkCounts {
-  accepted: number;
-  written: number;
-  duplicates: number;
-  ignored: number;
-  ignoredChannelIds: string[];
-}
-
-/** Points as they arrive: decoded messages (JSON requests) or still encoded (binary requests). */
-export type PointSource =
-  | { points: readonly TelemetryPoint[] }
-  | { encodedBatch: Uint8Array }
-  | { encodedPoints: readonly Uint8Array[] };
-
-/**
- * Where the points of one Submit or StreamSubmit go. A message's points are staged (validated and
- * pivoted, nothing written) and then flushed in one bulk write. `stage` stages every point of the
- * message or, throwing, none; a message of several points must be staged with nothing pending.
- */
-export interface TelemetrySink {
-  stage(source: PointSource, locate: (index: number) => string): Promise<void>;
-  /** Points staged and not yet written. */
-  readonly staged: number;
-  flush(): Promise<{ points: number; rows: number }>;
-  counts(): SinkCounts;
-}
-
-/** The counts as the Submit / StreamSubmit responses carry them (uint64 fields). */
-export function countsResponse(counts: SinkCounts) {
-  return {
-    accepted: BigInt(counts.accepted),
-    written: BigInt(counts.written),
-    ignored: BigInt(counts.ignored),
-    ignoredChannelIds: counts.ignoredChannelIds,
-  };
-}
-
-export type SinkFactory = (ctx: AppContext, dataset: DatasetRow) => Promise<TelemetrySink>;
 
 /** Stream formats of StreamSessionHeader.format; "" is the wide format (points addressed by ch_N). */
 export const STREAM_FORMATS = ['', 'mavlink-raw-v1'] as const;

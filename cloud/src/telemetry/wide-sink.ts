@@ -2,7 +2,7 @@ import type { AppContext } from '../platform/context.ts';
 import { listChannelRows } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { stageEncodedBatch, stageEncodedPoint } from './point-decoder.ts';
-import type { PointSource, SinkCounts, TelemetrySink } from './sinks.ts';
+import type { PointSource, SinkCounts, TelemetrySink } from './sink.ts';
 import { binaryArrays, textArrays } from './sql-arrays.ts';
 import { UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';

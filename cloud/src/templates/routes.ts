@@ -30,15 +30,7 @@ export function templatesRoutes(ctx: AppContext) {
       const body = await readJson(c, CreateCommandTemplateRequestSchema);
       requireValidArgsSchema(body.argsSchema);
       try {
-        const row = await insertTemplate(ctx.db, {
-          organizationId: c.get('principal').organizationId,
-          key: body.key,
-          description: body.description,
-          category: body.category,
-          destructive: body.destructive,
-          argsSchema: body.argsSchema,
-          now: ctx.clock.now(),
-        });
+        const row = await insertTemplate(ctx.db, { ...body, organizationId: c.get('principal').organizationId, now: ctx.clock.now() });
         return c.json(toCommandTemplate(row), 201);
       } catch (error) {
         if (isUniqueViolation(error)) throw conflict(`a command template with key "${body.key}" already exists`);
@@ -48,15 +40,7 @@ export function templatesRoutes(ctx: AppContext) {
     .post('/commands/templates/update', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, UpdateCommandTemplateRequestSchema);
       requireValidArgsSchema(body.argsSchema);
-      const row = await updateTemplate(ctx.db, {
-        organizationId: c.get('principal').organizationId,
-        key: body.key,
-        description: body.description,
-        category: body.category,
-        destructive: body.destructive,
-        argsSchema: body.argsSchema,
-        now: ctx.clock.now(),
-      });
+      const row = await updateTemplate(ctx.db, { ...body, organizationId: c.get('principal').organizationId, now: ctx.clock.now() });
       if (!row) throw notFound(`no command template with key "${body.key}"`);
       return c.json(toCommandTemplate(row));
     });

@@ -2,3 +2,4 @@ export * from './crc.ts';
 export * from './framer.ts';
 export * from './tlog.ts';
 export * from './signal-names.ts';
+export * from './dialect.ts';

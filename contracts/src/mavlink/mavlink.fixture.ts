@@ -1,7 +1,7 @@
-// Test support for the MAVLink framing tests: where the real captures are, the CRC_EXTRA of every
-// message id with a known definition in them (values from the MAVLink XML as mavgen computes them;
-// contracts must not depend on a dialect package, so its tests carry the few values they need), a frame
-// builder and a seeded PRNG.
+// Test support for the MAVLink framing tests (`@sortie/contracts/testing`): where the real captures are,
+// the CRC_EXTRA of every message id with a known definition in them (values from the MAVLink XML as
+// mavgen computes them, kept apart from dialect.ts so that the framing tests do not load node-mavlink
+// and the dialect is checked against values it did not produce), a frame builder and a seeded PRNG.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

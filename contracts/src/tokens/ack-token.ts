@@ -1,19 +1,18 @@
-import { base64UrlLength } from './encoding.ts';
-import { randomToken, sha256Hex } from './random.ts';
+import { sha256Hex } from './random.ts';
+import { tokenFormat } from './token-format.ts';
 
 /** Prefix of the one-time bearer token sent in a delivery's `ack.token`. */
 export const ACK_TOKEN_PREFIX = 'cak_';
-const ACK_TOKEN_BYTES = 32;
-const ACK_TOKEN_RE = new RegExp(`^${ACK_TOKEN_PREFIX}[A-Za-z0-9_-]{${base64UrlLength(ACK_TOKEN_BYTES)}}$`);
+const ACK_TOKEN = tokenFormat(ACK_TOKEN_PREFIX, 32);
 
 /** A fresh ack token: `cak_` + 43 base64url characters (256 random bits). */
 export function generateAckToken(): string {
-  return randomToken(ACK_TOKEN_PREFIX, ACK_TOKEN_BYTES);
+  return ACK_TOKEN.generate();
 }
 
 /** Exact shape check, so the ack endpoint can answer 404 for garbage without touching the database. */
 export function isAckToken(s: unknown): s is string {
-  return typeof s === 'string' && ACK_TOKEN_RE.test(s);
+  return ACK_TOKEN.matches(s);
 }
 
 /**

@@ -1,18 +1,17 @@
-import { base64UrlLength } from './encoding.ts';
-import { randomToken, sha256Hex } from './random.ts';
+import { sha256Hex } from './random.ts';
+import { tokenFormat } from './token-format.ts';
 
 export const API_KEY_PREFIX = 'sk_';
-const API_KEY_BYTES = 32;
-const API_KEY_RE = new RegExp(`^${API_KEY_PREFIX}[A-Za-z0-9_-]{${base64UrlLength(API_KEY_BYTES)}}$`);
+const API_KEY = tokenFormat(API_KEY_PREFIX, 32);
 
 /** A fresh API key: `sk_` + 43 base64url characters (256 random bits). Shown once, never stored. */
 export function generateApiKey(): string {
-  return randomToken(API_KEY_PREFIX, API_KEY_BYTES);
+  return API_KEY.generate();
 }
 
 /** Shape check only; lets the auth middleware answer 401 for malformed keys before any lookup. */
 export function isApiKeyFormat(s: unknown): s is string {
-  return typeof s === 'string' && API_KEY_RE.test(s);
+  return API_KEY.matches(s);
 }
 
 /**

@@ -8,6 +8,10 @@ export {
   signatureHeader,
   signWebhook,
   verifyWebhook,
+  deliveryHeaders,
+  deliveryTimestamp,
+  formatSignatureHeader,
+  signedPayloadHead,
 } from './signature.ts';
 export type {
   WebhookVerificationErrorCode,

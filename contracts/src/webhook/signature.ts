@@ -100,9 +100,14 @@ function hmacKey(secret: string): Promise<CryptoKey> {
 
 const TIMESTAMP_RE = /^[0-9]{1,15}$/;
 
+/** What the signed string starts with, before the raw body: `v1:<timestamp>:`. */
+export function signedPayloadHead(timestamp: string): string {
+  return `${SIGNATURE_VERSION}:${timestamp}:`;
+}
+
 /** `v1:` + timestamp + `:` + raw body bytes: nothing added, nothing trimmed. */
 function signedPayload(timestamp: string, rawBody: Uint8Array | string): Uint8Array<ArrayBuffer> {
-  const head = new TextEncoder().encode(`${SIGNATURE_VERSION}:${timestamp}:`);
+  const head = new TextEncoder().encode(signedPayloadHead(timestamp));
   const body = typeof rawBody === 'string' ? new TextEncoder().encode(rawBody) : rawBody;
   const out = new Uint8Array(head.length + body.length);
   out.set(head, 0);
@@ -145,8 +150,12 @@ export async function signatureHeader(
     throw new RangeError('signatureHeader needs one or two live secrets');
   }
   const body = toBytes(rawBody);
-  const sigs = await Promise.all(secrets.map((s) => computeSignature(s, timestamp, body)));
-  return sigs.map((sig) => `${SIGNATURE_VERSION}=${sig}`).join(',');
+  return formatSignatureHeader(await Promise.all(secrets.map((s) => computeSignature(s, timestamp, body))));
+}
+
+/** X-Sortie-Signature from the hex signatures, one per live secret, in that order. */
+export function formatSignatureHeader(signatures: string[]): string {
+  return signatures.map((sig) => `${SIGNATURE_VERSION}=${sig}`).join(',');
 }
 
 export interface SignWebhookInput {
@@ -162,14 +171,31 @@ export interface SignWebhookInput {
 
 /** Every header of an outbound delivery (spec: Events → Request headers), lowercase names. */
 export async function signWebhook(input: SignWebhookInput): Promise<Record<string, string>> {
-  const timestamp = String(Math.floor((input.nowMs ?? Date.now()) / 1000));
+  const timestamp = deliveryTimestamp(input.nowMs);
+  return deliveryHeaders(input, timestamp, await signatureHeader(input.secrets, timestamp, input.rawBody));
+}
+
+/** X-Sortie-Timestamp of a delivery sent at `nowMs` (default now): whole Unix seconds. */
+export function deliveryTimestamp(nowMs?: number): string {
+  return String(Math.floor((nowMs ?? Date.now()) / 1000));
+}
+
+/**
+ * signWebhook's headers around a signature computed elsewhere: for a signer with its own HMAC
+ * (the cloud's node:crypto one), so that only the primitive differs.
+ */
+export function deliveryHeaders(
+  input: Pick<SignWebhookInput, 'eventType' | 'deliveryId'>,
+  timestamp: string,
+  signature: string,
+): Record<string, string> {
   return {
     'content-type': 'application/json',
     'user-agent': WEBHOOK_USER_AGENT,
     [WEBHOOK_HEADERS.event]: input.eventType,
     [WEBHOOK_HEADERS.delivery]: input.deliveryId,
     [WEBHOOK_HEADERS.timestamp]: timestamp,
-    [WEBHOOK_HEADERS.signature]: await signatureHeader(input.secrets, timestamp, input.rawBody),
+    [WEBHOOK_HEADERS.signature]: signature,
   };
 }
 

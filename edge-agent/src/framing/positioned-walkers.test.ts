@@ -1,7 +1,6 @@
-import { MavlinkFramer, TlogWalker } from '@sortie/contracts/mavlink';
+import { MavlinkFramer, TlogWalker, crcExtraOf } from '@sortie/contracts/mavlink';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, prng, readFixture } from '../testing/fixtures.ts';
-import { crcExtraOf } from './crc-extra.ts';
 import { PositionedFramer, PositionedTlogWalker } from './positioned-walkers.ts';
 
 function feed<T>(walker: { push(c: Uint8Array): T[]; end(): T[] }, data: Uint8Array, size: () => number): T[] {

@@ -1,5 +1,6 @@
-import { open, rename } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { changeFileDurably, syncDirectory } from './fsync.ts';
 
 /**
  * Replace `path` with `text` so that after a crash it holds either the old or the new content, never a
@@ -8,18 +9,7 @@ import { basename, dirname, join } from 'node:path';
  */
 export async function writeFileAtomically(path: string, text: string): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+  await changeFileDurably(tmp, 'w', (fh) => fh.writeFile(text));
   await rename(tmp, path);
-  const dir = await open(dirname(path), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+  await syncDirectory(dirname(path));
 }

@@ -1,6 +1,5 @@
-import { TlogWalker } from '@sortie/contracts/mavlink';
+import { TlogWalker, crcExtraOf } from '@sortie/contracts/mavlink';
 import { describe, expect, it } from 'vitest';
-import { crcExtraOf } from '../framing/crc-extra.ts';
 import { FIXTURES, readFixture } from '../testing/fixtures.ts';
 import { LinkLossDetector } from './link-loss-detector.ts';
 import type { LinkEvent } from './link-loss-detector.ts';

@@ -2,9 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MavlinkFramer, TlogWalker } from '@sortie/contracts/mavlink';
+import { MavlinkFramer, TlogWalker, crcExtraOf } from '@sortie/contracts/mavlink';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { crcExtraOf } from '../framing/crc-extra.ts';
 import { LinkLossDetector } from '../link/link-loss-detector.ts';
 import type { LinkEvent } from '../link/link-loss-detector.ts';
 import { decodeAgentRecord } from '../record/agent-record.ts';

@@ -1,9 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TlogWalker } from '@sortie/contracts/mavlink';
+import { TlogWalker, crcExtraOf } from '@sortie/contracts/mavlink';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { crcExtraOf } from '../framing/crc-extra.ts';
 import { FIXTURES, fixturePath, readFixture } from '../testing/fixtures.ts';
 import { FileReplaySource } from './file-replay.ts';
 import type { SourceChunk } from './source.ts';

@@ -3,9 +3,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crcExtraOf } from '@sortie/contracts/mavlink';
 import { SerialPortMock } from 'serialport';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { crcExtraOf } from '../framing/crc-extra.ts';
 import { LinkLossDetector } from '../link/link-loss-detector.ts';
 import { Pipeline } from '../pipeline/pipeline.ts';
 import { Spool } from '../spool/spool.ts';

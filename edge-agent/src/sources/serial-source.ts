@@ -4,10 +4,9 @@
 // A radio unplugged mid-flight, or not plugged in yet when the agent starts, is normal in the field:
 // the source keeps trying to (re)open the port every `reopenMs` and says so in its state, instead of
 // exiting and losing the rest of the flight.
-import { agentClock, sleep } from '../clock.ts';
+import { sleep } from '../clock.ts';
 import type { Clock } from '../clock.ts';
-import { ChunkQueue } from './chunk-queue.ts';
-import type { Source, SourceChunk, SourceStats } from './source.ts';
+import { LiveSource } from './live-source.ts';
 
 /** What the agent may do with a serial port: open, listen, close. Deliberately no write(). */
 export interface ReadOnlySerialPort {
@@ -40,26 +39,20 @@ export interface SerialSourceOptions {
   readonly onState?: (state: string) => void;
 }
 
-export class SerialSource implements Source {
-  readonly kind = 'serial' as const;
-  readonly recordedTime = false;
-  readonly description: string;
+export class SerialSource extends LiveSource {
+  override readonly kind = 'serial' as const;
+  override readonly description: string;
   readonly #opts: SerialSourceOptions;
-  readonly #clock: Clock;
-  readonly #queue: ChunkQueue;
   readonly #abort = new AbortController();
   #openPort: SerialPortFactory | null = null;
   #port: ReadOnlySerialPort | null = null;
   #running: Promise<void> | null = null;
   #state = 'not started';
-  #bytesRead = 0;
-  #chunks = 0;
   #opens = 0;
 
   constructor(options: SerialSourceOptions) {
+    super(options);
     this.#opts = options;
-    this.#clock = options.clock ?? agentClock;
-    this.#queue = new ChunkQueue(options.maxQueuedBytes ?? 16 * 1024 * 1024);
     this.description = `serial ${options.path} @ ${options.baudRate} baud`;
   }
 
@@ -69,15 +62,7 @@ export class SerialSource implements Source {
     this.#running ??= this.#run(this.#openPort);
   }
 
-  chunks(): AsyncIterable<SourceChunk> {
-    return this.#queue;
-  }
-
-  now(): number {
-    return this.#queue.oldestReceivedAtUs() ?? this.#clock.nowUs();
-  }
-
-  state(): string {
+  override state(): string {
     return this.#state;
   }
 
@@ -86,25 +71,13 @@ export class SerialSource implements Source {
     return this.#opens;
   }
 
-  stats(): SourceStats {
-    return { bytesRead: this.#bytesRead, chunks: this.#chunks, discardedBytes: 0, droppedBytes: this.#queue.droppedBytes };
-  }
-
-  progress(): null {
-    return null;
-  }
-
-  ended(): boolean {
-    return false;
-  }
-
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     if (this.#abort.signal.aborted) return this.#running ?? undefined;
     this.#abort.abort();
     const port = this.#port;
     if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
     await this.#running;
-    this.#queue.end();
+    this.endChunks();
   }
 
   #setState(state: string): void {
@@ -136,11 +109,7 @@ export class SerialSource implements Source {
         port.on('close', (error) => resolve(error ?? null));
         port.on('error', (error) => resolve(error));
       });
-      port.on('data', (data) => {
-        this.#bytesRead += data.length;
-        this.#chunks++;
-        this.#queue.push({ bytes: data, receivedAtUs: this.#clock.nowUs() });
-      });
+      port.on('data', (data) => this.receive(data));
       const why = await ended;
       port.removeAllListeners();
       // A late error from the dead port must not become an unhandled 'error' event (a crash).

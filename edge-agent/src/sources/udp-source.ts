@@ -5,10 +5,8 @@
 import { createSocket } from 'node:dgram';
 import type { Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import { agentClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
-import { ChunkQueue } from './chunk-queue.ts';
-import type { Source, SourceChunk, SourceStats } from './source.ts';
+import { LiveSource } from './live-source.ts';
 
 export interface UdpSourceOptions {
   readonly host: string;
@@ -20,23 +18,17 @@ export interface UdpSourceOptions {
   readonly receiveBufferBytes?: number;
 }
 
-export class UdpSource implements Source {
-  readonly kind = 'udp' as const;
-  readonly recordedTime = false;
-  readonly description: string;
+export class UdpSource extends LiveSource {
+  override readonly kind = 'udp' as const;
+  override readonly description: string;
   readonly #opts: UdpSourceOptions;
-  readonly #clock: Clock;
-  readonly #queue: ChunkQueue;
   #socket: Socket | null = null;
   #state = 'not started';
-  #bytesRead = 0;
-  #chunks = 0;
   readonly #peers = new Set<string>();
 
   constructor(options: UdpSourceOptions) {
+    super(options);
     this.#opts = options;
-    this.#clock = options.clock ?? agentClock;
-    this.#queue = new ChunkQueue(options.maxQueuedBytes ?? 16 * 1024 * 1024);
     this.description = `udp listen ${formatHostPort(options.host, options.port)}`;
   }
 
@@ -56,15 +48,13 @@ export class UdpSource implements Source {
       // Capped by net.core.rmem_max: the default buffer still works, bursts may drop sooner.
     }
     socket.on('message', (msg, rinfo) => {
-      this.#bytesRead += msg.length;
-      this.#chunks++;
       const origin = formatHostPort(rinfo.address, rinfo.port);
       if (this.#peers.size < 1024) this.#peers.add(origin);
-      this.#queue.push({ bytes: msg, receivedAtUs: this.#clock.nowUs(), origin });
+      this.receive(msg, origin);
     });
     socket.on('error', (error) => {
       this.#state = `error: ${error.message}`;
-      this.#queue.end(error);
+      this.endChunks(error);
     });
     this.#socket = socket;
     const { address, port } = socket.address();
@@ -83,36 +73,16 @@ export class UdpSource implements Source {
     return [...this.#peers];
   }
 
-  chunks(): AsyncIterable<SourceChunk> {
-    return this.#queue;
-  }
-
-  now(): number {
-    return this.#queue.oldestReceivedAtUs() ?? this.#clock.nowUs();
-  }
-
-  state(): string {
+  override state(): string {
     return this.#peers.size > 0 ? `${this.#state}, ${this.#peers.size} sender(s)` : this.#state;
   }
 
-  stats(): SourceStats {
-    return { bytesRead: this.#bytesRead, chunks: this.#chunks, discardedBytes: 0, droppedBytes: this.#queue.droppedBytes };
-  }
-
-  progress(): null {
-    return null;
-  }
-
-  ended(): boolean {
-    return false;
-  }
-
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     const socket = this.#socket;
     this.#socket = null;
     if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
     this.#state = 'closed';
-    this.#queue.end();
+    this.endChunks();
   }
 }
 

@@ -1,9 +1,10 @@
 // The spool's small state file: acknowledged offset and high-water seq. It is replaced atomically
 // (write temp, fsync, rename, fsync directory) so a crash leaves either the old or the new version,
 // never a torn one.
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { changeFileDurably } from '../fs/fsync.ts';
 
 export const STATE_FILE = 'state.json';
 const STATE_TMP = 'state.json.tmp';
@@ -66,13 +67,7 @@ export async function writeSpoolState(dir: string, dirHandle: FileHandle, state:
     highWaterSeq: String(state.highWaterSeq),
   });
   const tmp = join(dir, STATE_TMP);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(body + '\n');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+  await changeFileDurably(tmp, 'w', (fh) => fh.writeFile(body + '\n'));
   await rename(tmp, join(dir, STATE_FILE));
   await dirHandle.sync();
 }

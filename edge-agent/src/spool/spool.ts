@@ -58,6 +58,8 @@ import { EventEmitter } from 'node:events';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { changeFileDurably } from '../fs/fsync.ts';
+import { withDefaults } from '../option-defaults.ts';
 import { acquireDirLock } from './dir-lock.ts';
 import type { DirLock } from './dir-lock.ts';
 import {
@@ -1095,29 +1097,14 @@ async function recoverSegments(dir: string, opts: ResolvedOptions): Promise<Reco
   return out;
 }
 
-async function truncateFile(path: string, length: number): Promise<void> {
-  const fh = await open(path, 'r+');
-  try {
-    await fh.truncate(length);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+function truncateFile(path: string, length: number): Promise<void> {
+  return changeFileDurably(path, 'r+', (fh) => fh.truncate(length));
 }
 
 // --- helpers ----------------------------------------------------------------------------------
 
 function resolveOptions(options: SpoolOptions): ResolvedOptions {
-  const o: ResolvedOptions = {
-    segmentBytes: options.segmentBytes ?? DEFAULTS.segmentBytes,
-    maxBytes: options.maxBytes ?? DEFAULTS.maxBytes,
-    fullPolicy: options.fullPolicy ?? DEFAULTS.fullPolicy,
-    flushIntervalMs: options.flushIntervalMs ?? DEFAULTS.flushIntervalMs,
-    flushBytes: options.flushBytes ?? DEFAULTS.flushBytes,
-    ackPersistIntervalMs: options.ackPersistIntervalMs ?? DEFAULTS.ackPersistIntervalMs,
-    maxPendingBytes: options.maxPendingBytes ?? DEFAULTS.maxPendingBytes,
-    indexStride: options.indexStride ?? DEFAULTS.indexStride,
-  };
+  const o = withDefaults<ResolvedOptions>(DEFAULTS, options);
   const int = (name: keyof ResolvedOptions, min: number, max = Number.MAX_SAFE_INTEGER): void => {
     const v = o[name];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) {

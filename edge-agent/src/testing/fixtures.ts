@@ -1,9 +1,9 @@
 // The shared real MAVLink captures and test helpers, from contracts' fixture module (one place resolves
 // where the captures are: beside the repository, or SORTIE_MAVLINK_FIXTURES).
 import { join } from 'node:path';
-import { FIXTURE_DIR } from '../../../contracts/src/mavlink/mavlink.fixture.ts';
+import { FIXTURE_DIR } from '@sortie/contracts/testing';
 
-export { FIXTURE_DIR, prng, readFixture } from '../../../contracts/src/mavlink/mavlink.fixture.ts';
+export { FIXTURE_DIR, prng, readFixture } from '@sortie/contracts/testing';
 
 export const FIXTURES = {
   tlog: 'arduplane-sitl-vtol.tlog',

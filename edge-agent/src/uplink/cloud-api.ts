@@ -1,23 +1,30 @@
 // The HTTP side of the uplink: registering narrow datasets (POST /api/streams/register) and writing
 // link events as annotations (POST /api/datasets/events, and GET to find ones already written). The
-// frames themselves go over gRPC (stream-session.ts).
+// frames themselves go over gRPC (stream-session.ts). Bodies are the contracts' schemas, the ones the
+// cloud validates with: requests are typed by them, answers parsed by them.
 import { Code, ConnectError } from '@connectrpc/connect';
+import {
+  CreateEventsResponseSchema,
+  ErrorEnvelopeSchema,
+  EventSchema,
+  RegisterStreamResponseSchema,
+  formatIssuePath,
+} from '@sortie/contracts';
+import type { CreateEventsRequestSchema, RegisterStreamRequestSchema, TimelineEvent } from '@sortie/contracts';
+import { z } from 'zod';
 
 export const API_KEY_HEADER = 'x-api-key';
 
-/** One annotation as POST /api/datasets/events takes it. */
-export interface CloudEvent {
-  /** ISO 8601. */
-  readonly timestamp: string;
-  readonly kind: string;
-  readonly message: string;
-  readonly data: Record<string, unknown>;
-}
+/**
+ * One annotation as POST /api/datasets/events takes it. The parsed shape (message and data present)
+ * rather than z.input's: the agent always writes both, and the in-memory cloud stores what it gets.
+ */
+export type CloudEvent = z.infer<typeof CreateEventsRequestSchema>['events'][number];
 
-export interface StoredCloudEvent {
-  readonly kind: string;
-  readonly data: Record<string, unknown>;
-}
+/** What the uplink reads of an annotation already stored (GET /api/datasets/events). */
+export type StoredCloudEvent = Pick<TimelineEvent, 'kind' | 'data'>;
+
+const EventListSchema = z.array(EventSchema);
 
 /** What the uplink needs from the HTTP API; tests substitute an in-memory cloud. */
 export interface CloudApi {
@@ -54,31 +61,34 @@ export class HttpCloudApi implements CloudApi {
   }
 
   async registerNarrowDataset(datasetName: string, signal?: AbortSignal): Promise<string> {
-    const body = await this.#call('POST', '/api/streams/register', signal, {
+    const request: z.input<typeof RegisterStreamRequestSchema> = {
       experimentId: this.#experimentId,
       datasetName,
       storageShape: 'narrow',
       codec: 'mavlink',
       dialect: 'ardupilotmega',
       format: 'mavlink-raw-v1',
-    });
-    const id = (body as { datasetId?: unknown } | null)?.datasetId;
-    if (typeof id !== 'string' || id === '') throw new CloudHttpError(502, 'bad_response', 'streams/register answered without a datasetId');
-    return id;
+    };
+    const body = await this.#call('POST', '/api/streams/register', RegisterStreamResponseSchema, signal, request);
+    return body.datasetId;
   }
 
   async postEvents(datasetId: string, events: readonly CloudEvent[], signal?: AbortSignal): Promise<void> {
-    await this.#call('POST', '/api/datasets/events', signal, { experimentId: this.#experimentId, datasetId, events });
+    const request: z.input<typeof CreateEventsRequestSchema> = { experimentId: this.#experimentId, datasetId, events: [...events] };
+    await this.#call('POST', '/api/datasets/events', CreateEventsResponseSchema, signal, request);
   }
 
   async listEvents(datasetId: string, kind: string, signal?: AbortSignal): Promise<StoredCloudEvent[]> {
     const query = new URLSearchParams({ datasetId, experimentId: this.#experimentId, kind });
-    const body = await this.#call('GET', `/api/datasets/events?${query}`, signal);
-    if (!Array.isArray(body)) throw new CloudHttpError(502, 'bad_response', 'datasets/events answered something other than a list');
-    return body as StoredCloudEvent[];
+    return await this.#call('GET', `/api/datasets/events?${query}`, EventListSchema, signal);
   }
 
-  async #call(method: string, path: string, signal: AbortSignal | undefined, json?: unknown): Promise<unknown> {
+  /**
+   * One request; a 2xx answer parsed by `answer`. A non-2xx answer throws its status with the error
+   * envelope's code, or `http_<status>` when the body is no envelope (a proxy's page). A 2xx body the
+   * contract does not allow throws 502 `bad_response`: a cloud of another version, or not the cloud.
+   */
+  async #call<T>(method: string, path: string, answer: z.ZodType<T>, signal: AbortSignal | undefined, json?: unknown): Promise<T> {
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
     const response = await fetch(this.#base + path, {
       method,
@@ -93,13 +103,20 @@ export class HttpCloudApi implements CloudApi {
     } catch {
       body = text;
     }
+    const route = `${method} ${path.split('?')[0]}`;
     if (!response.ok) {
-      const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-      const code = typeof error?.code === 'string' ? error.code : `http_${response.status}`;
-      const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200);
-      throw new CloudHttpError(response.status, code, `${method} ${path.split('?')[0]}: ${response.status} ${code}: ${message}`);
+      const envelope = ErrorEnvelopeSchema.safeParse(body);
+      const code = envelope.success ? envelope.data.error.code : `http_${response.status}`;
+      const message = envelope.success ? envelope.data.error.message : text.slice(0, 200);
+      throw new CloudHttpError(response.status, code, `${route}: ${response.status} ${code}: ${message}`);
     }
-    return body;
+    const parsed = answer.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const where = formatIssuePath(issue.path) || 'body';
+      throw new CloudHttpError(502, 'bad_response', `${route}: ${response.status} answer does not match the contract: ${where}: ${issue.message}`);
+    }
+    return parsed.data;
   }
 }
 

@@ -31,6 +31,7 @@ import { sleep } from '../clock.ts';
 import type { CloudConfig } from '../config.ts';
 import type { QueuedLinkEvent } from '../link/link-event-queue.ts';
 import { linkEventKey } from '../link/link-event-queue.ts';
+import { withDefaults } from '../option-defaults.ts';
 import { decodeAgentRecord } from '../record/agent-record.ts';
 import { AckTracker } from './ack-tracker.ts';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.ts';
@@ -70,6 +71,9 @@ const DEFAULTS = {
   stopGraceMs: 2000,
 } as const;
 
+/** What DEFAULTS completes: every option but the test stand-ins and the backoff, whose cap comes from the cloud config. */
+type SessionOptions = Required<Omit<GrpcUplinkOptions, 'api' | 'transport' | 'backoff'>>;
+
 /** The defaults above, for the benchmark to print what it ran with. */
 export const GRPC_UPLINK_DEFAULTS = DEFAULTS;
 
@@ -101,7 +105,7 @@ class AttemptFailure extends Error {
 
 export class GrpcUplink implements Uplink {
   readonly #cloud: CloudConfig;
-  readonly #opts: Required<Omit<GrpcUplinkOptions, 'api' | 'transport' | 'backoff'>> & { backoff: BackoffOptions };
+  readonly #opts: SessionOptions & { backoff: BackoffOptions };
   readonly #api: CloudApi;
   readonly #submit: SubmitStream;
   readonly #stop = new AbortController();
@@ -120,12 +124,7 @@ export class GrpcUplink implements Uplink {
   constructor(cloud: CloudConfig, options: GrpcUplinkOptions = {}) {
     this.#cloud = cloud;
     this.#opts = {
-      sessionMaxFrames: options.sessionMaxFrames ?? DEFAULTS.sessionMaxFrames,
-      sessionMaxMs: options.sessionMaxMs ?? DEFAULTS.sessionMaxMs,
-      batchPoints: options.batchPoints ?? DEFAULTS.batchPoints,
-      maxSessionsInFlight: options.maxSessionsInFlight ?? DEFAULTS.maxSessionsInFlight,
-      sessionTimeoutMs: options.sessionTimeoutMs ?? DEFAULTS.sessionTimeoutMs,
-      stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
+      ...withDefaults<SessionOptions>(DEFAULTS, options),
       backoff: options.backoff ?? { ...DEFAULT_BACKOFF, capMs: cloud.retryMaxMs ?? DEFAULT_BACKOFF.capMs },
     };
     this.#api = options.api ?? new HttpCloudApi({ baseUrl: cloud.url, apiKey: cloud.apiKey, experimentId: cloud.experimentId });

@@ -2,14 +2,11 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
-import { listChannelRows, requireDataset } from '../../datasets/queries.ts';
 import { ApiError } from '../../http/api-error.ts';
-import { queryNarrow } from '../../telemetry/narrow/query.ts';
-import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, queryWide, resolveQueryColumns, type SeriesResult } from '../../telemetry/query.ts';
-import { writableColumns } from '../../telemetry/wide-batch.ts';
+import { readSeries, type SeriesResult } from '../../telemetry/read.ts';
 import { principalOf } from '../context.ts';
 import { runRpc, uuidField } from '../handler.ts';
-import type { GrpcDeps } from '../server.ts';
+import type { GrpcDeps } from '../deps.ts';
 
 /** Query: per channel a downsampled series of at most max_points_per_channel samples, and exact raw counts. */
 export function queryHandler({ ctx }: GrpcDeps) {
@@ -21,19 +18,16 @@ export function queryHandler({ ctx }: GrpcDeps) {
         const principal = principalOf(context);
         const datasetId = uuidField(request.datasetId, 'dataset_id');
         const experimentId = uuidField(request.experimentId, 'experiment_id', { optional: true });
-        const maxPoints = request.maxPointsPerChannel <= 0 ? DEFAULT_MAX_POINTS : Math.min(request.maxPointsPerChannel, MAX_POINTS_PER_CHANNEL);
         const from = request.from && timestampMicros(request.from, 'from');
         const to = request.to && timestampMicros(request.to, 'to');
-
-        const dataset = await requireDataset(ctx.db, principal.organizationId, datasetId, experimentId || undefined);
-        // Narrow datasets: channel_ids are signal names and times are aligned (narrow/query.ts).
-        if (dataset.storage_shape === 'narrow') return seriesResponse(await queryNarrow(ctx.db, { datasetId: dataset.id, channelIds: request.channelIds, from, to, maxPoints }));
-        const columns = resolveQueryColumns(request.channelIds, writableColumns(await listChannelRows(ctx.db, dataset.id)));
-        const series = await queryWide(
-          ctx.db,
-          { datasetId: dataset.id, table: dataset.table_name!, channelIds: request.channelIds, from, to, maxPoints },
-          columns,
-        );
+        const series = await readSeries(ctx.db, principal.organizationId, {
+          datasetId,
+          experimentId,
+          channelIds: request.channelIds,
+          from,
+          to,
+          maxPointsPerChannel: request.maxPointsPerChannel,
+        });
         return seriesResponse(series);
       },
       (r) => ({ datasetId: request.datasetId, channels: request.channelIds.length, totalRawPoints: Number(r.totalRawPoints) }),

@@ -3,12 +3,13 @@ import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect';
 import type { StreamSubmitResponseSchema } from '@sortie/contracts';
 import { raceAbort } from '../../platform/abort-race.ts';
 import { ApiError } from '../../http/api-error.ts';
-import { countsResponse, openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
+import { countsResponse, type TelemetrySink } from '../../telemetry/sink.ts';
+import { openSink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../context.ts';
 import type { AnyStreamSubmitRequest } from '../lazy-schema.ts';
 import { runRpc, uuidField } from '../handler.ts';
 import { GRPC_LIMITS } from '../limits.ts';
-import type { GrpcDeps } from '../server.ts';
+import type { GrpcDeps } from '../deps.ts';
 
 const FLUSH_DUE = Symbol('flush due');
 const DRAINING = Symbol('draining');

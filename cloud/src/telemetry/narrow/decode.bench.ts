@@ -3,7 +3,7 @@
 // of a core free. node-mavlink's protocol.data() is measured alongside for scale.
 
 import { readFileSync } from 'node:fs';
-import { FIXTURE_DIR } from '../../../../contracts/src/mavlink/mavlink.fixture.ts';
+import { FIXTURE_DIR } from '@sortie/contracts/testing';
 import { join } from 'node:path';
 import { MavLinkProtocolV1, MavLinkProtocolV2 } from 'node-mavlink';
 import { MavlinkFramer } from '@sortie/contracts/mavlink';
@@ -11,7 +11,7 @@ import type { MavlinkFrame } from '@sortie/contracts/mavlink';
 import { TlogWalker } from '@sortie/contracts/mavlink';
 import { decodeFrame, frameTime, visitFrame } from './decode.ts';
 import type { SampleValue } from './decode.ts';
-import { crcExtraOf, messageClassOf } from './registry.ts';
+import { crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
 
 
 const MIN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? 1.5);

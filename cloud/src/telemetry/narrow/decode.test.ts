@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { FIXTURE_DIR } from '../../../../contracts/src/mavlink/mavlink.fixture.ts';
+import { FIXTURE_DIR } from '@sortie/contracts/testing';
 import { join } from 'node:path';
 import { MavLinkPacketSplitter, MavLinkProtocolV1, MavLinkProtocolV2 } from 'node-mavlink';
 import type { MavLinkData } from 'node-mavlink';
@@ -10,7 +10,7 @@ import { parseSignalName } from '@sortie/contracts/mavlink';
 import { TlogWalker } from '@sortie/contracts/mavlink';
 import { decodeFrame, frameTime, messageLayoutOf, visitFrame } from './decode.ts';
 import type { DecodedSample } from './decode.ts';
-import { MAVLINK_REGISTRY, crcExtraOf, messageClassOf } from './registry.ts';
+import { MAVLINK_REGISTRY, crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
 
 
 const read = (name: string) => new Uint8Array(readFileSync(join(FIXTURE_DIR, name)));

@@ -6,8 +6,8 @@
 
 import { signalName, unknownSignalName } from '@sortie/contracts/mavlink';
 import type { MavlinkFrame } from '@sortie/contracts/mavlink';
-import { MAVLINK_REGISTRY } from './registry.ts';
-import type { MessageClass } from './registry.ts';
+import { MAVLINK_REGISTRY } from '@sortie/contracts/mavlink';
+import type { MessageClass } from '@sortie/contracts/mavlink';
 
 export type SampleValue = number | bigint | string | Uint8Array;
 

@@ -1,6 +1,7 @@
 import type { TelemetryPoint } from '@sortie/contracts';
 import { ApiError } from '../../http/api-error.ts';
-import type { PointSource } from '../sinks.ts';
+import type { PointSource } from '../sink.ts';
+import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../point-wire.ts';
 
 /**
  * The points of a mavlink-raw-v1 message, checked against the format's rules (proto/…/telemetry.proto):
@@ -17,10 +18,7 @@ export function forEachFramePoint(source: PointSource, locate: (index: number) =
     source.points.forEach((point, i) => visitDecoded(point, locate, i, visit));
     return source.points.length;
   }
-  if ('encodedPoints' in source) {
-    source.encodedPoints.forEach((bytes, i) => readPoint(bytes, 0, bytes.length, locate, i, visit));
-    return source.encodedPoints.length;
-  }
+  if ('encodedPoints' in source) return readPoints(source.encodedPoints, locate, visit);
   return readBatch(source.encodedBatch, locate, visit);
 }
 
@@ -48,138 +46,59 @@ function visitDecoded(point: TelemetryPoint, locate: (index: number) => string, 
   visit(point.type.value, receivedUs, seq, i);
 }
 
-// Protobuf wire reading, just what the format needs.
-
-const TWO_32 = 4294967296;
-
-interface Cursor {
-  pos: number;
-}
+// Protobuf wire reading (point-wire.ts), just the fields the format needs.
 
 function malformed(locate: (index: number) => string, index: number): ApiError {
-  return invalid(locate, index, 'malformed TelemetryPoint encoding');
+  return invalid(locate, index, MALFORMED);
 }
 
-/** A varint as a double (exact up to 2^53; larger values come back larger than MAX_SAFE_INTEGER). */
-function varint(buf: Uint8Array, c: Cursor, end: number): number {
-  let result = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (c.pos >= end) return -1;
-    const b = buf[c.pos++]!;
-    result += (b & 0x7f) * scale;
-    if (b < 0x80) return result;
-    scale *= 128;
-  }
-  return -1;
+function readPoints(points: readonly Uint8Array[], locate: (index: number) => string, visit: FramePointVisitor): number {
+  // One reader for the message's points, rather than one per point.
+  const r = new PointWire(points[0] ?? new Uint8Array(0));
+  points.forEach((bytes, i) => {
+    r.reset(bytes);
+    readPoint(r, locate, i, visit);
+  });
+  return points.length;
 }
-
-/** A varint holding an int64 (negative values are 10-byte two's complement); NaN when malformed. */
-function int64(buf: Uint8Array, c: Cursor, end: number): number {
-  let lo = 0;
-  let hi = 0;
-  for (let shift = 0; shift < 70; shift += 7) {
-    if (c.pos >= end) return NaN;
-    const b = buf[c.pos++]!;
-    const bits = b & 0x7f;
-    if (shift < 28) lo |= bits << shift;
-    else if (shift === 28) {
-      lo |= bits << 28;
-      hi |= bits >>> 4;
-    } else hi |= bits << (shift - 32);
-    if (b < 0x80) return (hi | 0) * TWO_32 + (lo >>> 0);
-  }
-  return NaN;
-}
-
-function skip(buf: Uint8Array, c: Cursor, end: number, wire: number): boolean {
-  switch (wire) {
-    case 0:
-      return varint(buf, c, end) >= 0;
-    case 1:
-      c.pos += 8;
-      break;
-    case 2: {
-      const len = varint(buf, c, end);
-      if (len < 0) return false;
-      c.pos += len;
-      break;
-    }
-    case 5:
-      c.pos += 4;
-      break;
-    default:
-      return false;
-  }
-  return c.pos <= end;
-}
-
-const cursor: Cursor = { pos: 0 };
 
 function readBatch(buf: Uint8Array, locate: (index: number) => string, visit: FramePointVisitor): number {
-  const c: Cursor = { pos: 0 };
+  const r = new PointWire(buf);
   let index = 0;
-  while (c.pos < buf.length) {
-    const tag = varint(buf, c, buf.length);
-    if (tag < 0) throw malformed(locate, index);
-    if (tag === 0x0a) {
-      const len = varint(buf, c, buf.length);
-      if (len < 0 || c.pos + len > buf.length) throw malformed(locate, index);
-      readPoint(buf, c.pos, c.pos + len, locate, index++, visit);
-      c.pos += len;
-    } else if (!skip(buf, c, buf.length, tag & 7)) {
-      throw malformed(locate, index);
-    }
+  for (let found = r.nextBatchPoint(); found !== 0; found = r.nextBatchPoint()) {
+    if (found < 0) throw malformed(locate, index);
+    readPoint(r, locate, index++, visit);
+    r.leavePoint();
   }
   return index;
 }
 
-function readPoint(buf: Uint8Array, start: number, end: number, locate: (index: number) => string, index: number, visit: FramePointVisitor): void {
-  const c = cursor;
-  c.pos = start;
+/** The point from the reader's position to its end. */
+function readPoint(r: PointWire, locate: (index: number) => string, index: number, visit: FramePointVisitor): void {
+  const end = r.end;
   let receivedUs = NaN;
   let frame: Uint8Array | undefined;
   let seq = 0;
-  while (c.pos < end) {
-    const tag = varint(buf, c, end);
+  while (r.pos < end) {
+    const tag = r.varint();
     if (tag < 0) throw malformed(locate, index);
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (field === 1 && wire === 2) {
-      const len = varint(buf, c, end);
-      const stop = c.pos + len;
-      if (len < 0 || stop > end) throw malformed(locate, index);
-      let seconds = 0;
-      let nanos = 0;
-      while (c.pos < stop) {
-        const t = varint(buf, c, stop);
-        if (t === 0x08) {
-          seconds = int64(buf, c, stop);
-          if (Number.isNaN(seconds)) throw malformed(locate, index);
-        } else if (t === 0x10) {
-          nanos = varint(buf, c, stop);
-          if (nanos < 0) throw malformed(locate, index);
-          if (nanos >= TWO_32) nanos -= TWO_32;
-        } else if (t < 0 || !skip(buf, c, stop, t & 7)) {
-          throw malformed(locate, index);
-        }
-      }
-      receivedUs = seconds * 1_000_000 + Math.floor(nanos / 1000);
-    } else if (field === 2 && wire === 2) {
-      const len = varint(buf, c, end);
-      if (len < 0 || c.pos + len > end) throw malformed(locate, index);
-      if (len > 0) throw invalid(locate, index, HAS_CHANNEL);
-    } else if (field === 14 && wire === 2) {
-      const len = varint(buf, c, end);
-      if (len < 0 || c.pos + len > end) throw malformed(locate, index);
-      frame = buf.subarray(c.pos, c.pos + len);
-      c.pos += len;
-    } else if (field === 15 && wire === 0) {
-      seq = varint(buf, c, end);
+    if (field === 1 && wire === WIRE_LEN) {
+      if (!r.timestamp()) throw malformed(locate, index);
+      receivedUs = r.seconds * 1_000_000 + Math.floor(r.nanos / 1000);
+    } else if (field === 2 && wire === WIRE_LEN) {
+      if (!r.lengthDelimited()) throw malformed(locate, index);
+      if (r.stop > r.start) throw invalid(locate, index, HAS_CHANNEL);
+    } else if (field === 14 && wire === WIRE_LEN) {
+      if (!r.lengthDelimited()) throw malformed(locate, index);
+      frame = r.buf.subarray(r.start, r.stop);
+    } else if (field === 15 && wire === WIRE_VARINT) {
+      seq = r.varint();
       if (seq < 0) throw malformed(locate, index);
     } else if (field >= 3 && field <= 13) {
       throw invalid(locate, index, NOT_BYTES);
-    } else if (!skip(buf, c, end, wire)) {
+    } else if (!r.skip(wire)) {
       throw malformed(locate, index);
     }
   }

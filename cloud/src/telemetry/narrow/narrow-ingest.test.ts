@@ -4,9 +4,9 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TelemetryService, type StreamSubmitRequestSchema } from '@sortie/contracts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildFrame } from '../../../../contracts/src/mavlink/mavlink.fixture.ts';
+import { buildFrame } from '@sortie/contracts/testing';
 import { decodeFrame, frameTime } from './decode.ts';
-import { messageClassOf } from './registry.ts';
+import { messageClassOf } from '@sortie/contracts/mavlink';
 import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
 import { fixtureFrames, fixturePoints, framePoint, RAW_CAPTURE_START_US, type FixtureFrame, type PointInit } from './fixture-frames.ts';
 

@@ -1,6 +1,7 @@
-import { MSG_ID_MAGIC_NUMBER, ardupilotmega, common } from 'node-mavlink';
+import { MSG_ID_MAGIC_NUMBER, ardupilotmega, common, minimal } from 'node-mavlink';
 import { describe, expect, it } from 'vitest';
-import { MAVLINK_REGISTRY, crcExtraOf, messageClassOf } from './registry.ts';
+import { MAVLINK_REGISTRY, crcExtraOf, mergeRegistries, messageClassOf } from './dialect.ts';
+import { FIXTURE_CRC_EXTRA } from './mavlink.fixture.ts';
 
 describe('merged MAVLink registry', () => {
   it('merges minimal, standard, common, ardupilotmega, uavionix and icarous', () => {
@@ -26,9 +27,29 @@ describe('merged MAVLink registry', () => {
     for (const id of [8, 300, 65535, 99999, 0xffffff]) expect(crcExtraOf(id)).toBeUndefined();
   });
 
+  it('agrees with the CRC_EXTRA values the framing tests carry (taken from the XML, not from node-mavlink)', () => {
+    for (const [id, extra] of Object.entries(FIXTURE_CRC_EXTRA)) expect(crcExtraOf(Number(id)), `msgid ${id}`).toBe(extra);
+  });
+
   it('keeps node-mavlink classes, with the original XML names', () => {
     const attitude = messageClassOf(30)!;
     expect(attitude).toBe(common.Attitude);
     expect(attitude.FIELDS.map((f) => f.source)).toContain('time_boot_ms');
+  });
+});
+
+describe('mergeRegistries', () => {
+  it('refuses an id two registries define with different classes, naming both', () => {
+    // A vendor's own HEARTBEAT: same id and name, another class (another layout, another CRC_EXTRA).
+    class OtherHeartbeat extends minimal.Heartbeat {}
+    const redefined = { 0: OtherHeartbeat } as unknown as typeof minimal.REGISTRY;
+    expect(() => mergeRegistries([['minimal', minimal.REGISTRY], ['vendor', redefined]])).toThrow(
+      'MAVLink id 0 defined twice: HEARTBEAT and HEARTBEAT (vendor)',
+    );
+  });
+
+  it('takes the same class listed by two registries once', () => {
+    const merged = mergeRegistries([['minimal', minimal.REGISTRY], ['again', minimal.REGISTRY]]);
+    expect([...merged]).toEqual([[0, minimal.Heartbeat]]);
   });
 });

@@ -1,22 +1,12 @@
-import { sql } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
-import type { DatabaseHandle } from '../db/connect.ts';
-import { outboxBacklog } from '../delivery/jobs.ts';
-import { NatsDeliveryQueue } from '../delivery/nats-queue.ts';
-import type { DeliveryQueue } from '../delivery/queue.ts';
-import type { Logger } from '../platform/logger.ts';
-import { Metrics } from '../platform/metrics.ts';
-import { Readiness } from '../platform/readiness.ts';
+import { outboxBacklog } from './jobs.ts';
+import type { DeliveryQueue } from './queue.ts';
 
-/** A service's metrics and readiness, made before anything that reports to them. */
-export function createObservability(database: DatabaseHandle, logger: Logger): { metrics: Metrics; readiness: Readiness } {
-  const metrics = new Metrics({ logger });
-  const readiness = new Readiness(logger);
-  readiness.set('database', () => sql`select 1`.execute(database.db));
-  return { metrics, readiness };
-}
-
-/** Delivery backlog gauges (outbox in Postgres, JetStream consumer) and the NATS readiness check. */
+/**
+ * Delivery backlog gauges (outbox in Postgres, the broker's consumer) and the NATS readiness check.
+ * Here rather than in observability/ because only delivery knows its outbox and its queue; the engine
+ * registers them when it is made.
+ */
 export function observeDelivery(ctx: AppContext, queue: DeliveryQueue): void {
   ctx.metrics.addSource(
     'database',
@@ -32,16 +22,17 @@ export function observeDelivery(ctx: AppContext, queue: DeliveryQueue): void {
       return { pending: backlog.pending, lag: backlog.lagSeconds };
     },
   );
-  if (queue instanceof NatsDeliveryQueue) {
+  const broker = queue.broker;
+  if (broker) {
     ctx.metrics.addSource(
       'nats',
       {
         numPending: { name: 'sortie_delivery_nats_num_pending', help: 'Messages of the JetStream delivery consumer not yet handed to a worker' },
         numAckPending: { name: 'sortie_delivery_nats_num_ack_pending', help: 'Messages of the JetStream delivery consumer handed out and not yet acked' },
       },
-      () => queue.consumerBacklog(),
+      () => broker.consumerBacklog(),
     );
-    ctx.readiness.set('nats', () => queue.ping());
+    ctx.readiness.set('nats', () => broker.ping());
   } else {
     ctx.readiness.set('nats', 'not_configured');
   }

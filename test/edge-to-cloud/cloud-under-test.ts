@@ -1,21 +1,16 @@
 // The real cloud for the uplink's end-to-end tests: SortieService on a fresh database of the real
 // PostgreSQL, on free ports, with an organization, an all-scopes API key and an experiment. Unlike
-// cloud/src/testing/test-service.ts it can be stopped and started again on the same ports and the
-// same database, which is what an outage looks like from the agent.
+// the cloud's own test service (cloud/src/testing/test-service.ts) it can be stopped and started again
+// on the same ports and the same database, which is what an outage looks like from the agent.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { SortieService, createLogger, createOrganization, issueApiKey, loadConfig } from '@sortie/cloud';
+import { createTestDatabase } from '@sortie/cloud/testing';
+import type { TestDatabase } from '@sortie/cloud/testing';
 import { SCOPES, TelemetryService } from '@sortie/contracts';
-import { sql } from 'kysely';
-import { issueApiKey } from '../../../cloud/src/auth/api-keys.ts';
-import { createOrganization } from '../../../cloud/src/auth/organizations.ts';
-import { loadConfig } from '../../../cloud/src/platform/config.ts';
-import { createLogger } from '../../../cloud/src/platform/logger.ts';
-import { SortieService } from '../../../cloud/src/service.ts';
-import { createTestDatabase } from '../../../cloud/src/testing/test-database.ts';
-import type { TestDatabase } from '../../../cloud/src/testing/test-database.ts';
 
 export interface CloudUnderTest {
   readonly httpUrl: string;
@@ -145,9 +140,16 @@ export interface NarrowCounts {
  * another seq would add rows.
  */
 export async function narrowCounts(cloud: CloudUnderTest, datasetId: string): Promise<NarrowCounts> {
-  const counts = await sql<{ rows: string; frames: string; min: string | null; max: string | null }>`
-    select count(*) as rows, count(distinct frame_seq) as frames, min(frame_seq)::text as min, max(frame_seq)::text as max
-      from narrow_samples where dataset_id = ${datasetId}`.execute(cloud.service.ctx.db);
-  const r = counts.rows[0]!;
+  // Kysely's builder on the service's own handle: test/ does not depend on kysely itself.
+  const r = await cloud.service.ctx.db
+    .selectFrom('narrow_samples')
+    .where('dataset_id', '=', datasetId)
+    .select((eb) => [
+      eb.fn.countAll().as('rows'),
+      eb.fn.count('frame_seq').distinct().as('frames'),
+      eb.fn.min('frame_seq').as('min'),
+      eb.fn.max('frame_seq').as('max'),
+    ])
+    .executeTakeFirstOrThrow();
   return { rows: Number(r.rows), frames: Number(r.frames), minSeq: r.min === null ? null : Number(r.min), maxSeq: r.max === null ? null : Number(r.max) };
 }

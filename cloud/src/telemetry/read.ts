@@ -1,0 +1,35 @@
+import type { Executor } from '../db/executor.ts';
+import { listChannelRows, requireDataset } from '../datasets/queries.ts';
+import { queryNarrow } from './narrow/query.ts';
+import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, queryWide, resolveQueryColumns, type SeriesResult } from './query.ts';
+import { writableColumns } from './wide-batch.ts';
+
+export type { SeriesResult } from './query.ts';
+
+/** A Query, its fields checked for form (UUIDs, timestamps) by the transport. */
+export interface SeriesRequest {
+  datasetId: string;
+  /** '' when not given. */
+  experimentId: string;
+  channelIds: readonly string[];
+  /** Range in µs: from inclusive, to exclusive; undefined = unbounded. */
+  from: number | undefined;
+  to: number | undefined;
+  /** As requested: 0 or less is the server default, larger than the maximum is clamped. */
+  maxPointsPerChannel: number;
+}
+
+/**
+ * The one read entry, for either storage shape: per channel a downsampled series of at most
+ * max_points_per_channel samples, and the exact raw count. The dataset's shape decides how channel ids
+ * are read: wide datasets by ch_N index (query.ts), narrow ones by signal name on the aligned time axis
+ * (narrow/query.ts).
+ */
+export async function readSeries(db: Executor, organizationId: string, request: SeriesRequest): Promise<SeriesResult[]> {
+  const maxPoints = request.maxPointsPerChannel <= 0 ? DEFAULT_MAX_POINTS : Math.min(request.maxPointsPerChannel, MAX_POINTS_PER_CHANNEL);
+  const { channelIds, from, to } = request;
+  const dataset = await requireDataset(db, organizationId, request.datasetId, request.experimentId || undefined);
+  if (dataset.storage_shape === 'narrow') return queryNarrow(db, { datasetId: dataset.id, channelIds, from, to, maxPoints });
+  const columns = resolveQueryColumns(channelIds, writableColumns(await listChannelRows(db, dataset.id)));
+  return queryWide(db, { datasetId: dataset.id, table: dataset.table_name!, channelIds, from, to, maxPoints }, columns);
+}
