@@ -18,6 +18,7 @@ import { findTemplate } from '../templates/queries.ts';
 import { acknowledge } from './ack.ts';
 import { createCommand } from './create-command.ts';
 import { dispatchCommand } from './dispatch.ts';
+import { commandExists, listCommands, retractCommand } from './queries.ts';
 import { toCommandRecord } from './records.ts';
 
 export function commandsRoutes(ctx: AppContext) {
@@ -40,34 +41,15 @@ export function commandsRoutes(ctx: AppContext) {
     .get('/commands/list', requireScope(ctx, 'commands:read'), async (c) => {
       const query = readQuery(c, ListCommandsQuerySchema);
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
-      const rows = await ctx.db
-        .selectFrom('commands')
-        .selectAll()
-        .where('dataset_id', '=', dataset.id)
-        .orderBy('rel_time')
-        .orderBy('issued_at')
-        .orderBy('id')
-        .execute();
+      const rows = await listCommands(ctx.db, dataset.id);
       return c.json(rows.map(toCommandRecord));
     })
     .post('/commands/retract', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, RetractCommandRequestSchema);
       const organizationId = c.get('principal').organizationId;
-      const row = await ctx.db
-        .updateTable('commands')
-        .set({ retracted_at: ctx.clock.now(), retracted_reason: body.reason })
-        .where('id', '=', body.commandId)
-        .where('organization_id', '=', organizationId)
-        .where('retracted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
+      const row = await retractCommand(ctx.db, organizationId, body.commandId, body.reason, ctx.clock.now());
       if (!row) {
-        const exists = await ctx.db
-          .selectFrom('commands')
-          .select('id')
-          .where('id', '=', body.commandId)
-          .where('organization_id', '=', organizationId)
-          .executeTakeFirst();
+        const exists = await commandExists(ctx.db, organizationId, body.commandId);
         throw exists ? conflict('command is already retracted') : notFound(`no command ${body.commandId}`);
       }
       return c.json(toCommandRecord(row));

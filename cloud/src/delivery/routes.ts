@@ -1,11 +1,13 @@
 import { ListDeliveriesQuerySchema, type DeliveryAttempt } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
+import { commandExists } from '../commands/queries.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { DeliveryAttemptRow } from '../db/schema.ts';
 import { notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readQuery } from '../http/validation.ts';
+import { listDeliveryAttempts } from './queries.ts';
 
 export function toDeliveryAttempt(row: DeliveryAttemptRow): DeliveryAttempt {
   return {
@@ -29,22 +31,8 @@ export function deliveriesRoutes(ctx: AppContext) {
   return new Hono<AppEnv>().get('/webhooks/deliveries', requireScope(ctx, 'webhooks:read'), async (c) => {
     const { commandId } = readQuery(c, ListDeliveriesQuerySchema);
     const organizationId = c.get('principal').organizationId;
-    const command = await ctx.db
-      .selectFrom('commands')
-      .select('id')
-      .where('id', '=', commandId)
-      .where('organization_id', '=', organizationId)
-      .executeTakeFirst();
-    if (!command) throw notFound(`no command ${commandId}`);
-    const rows = await ctx.db
-      .selectFrom('delivery_attempts')
-      .selectAll()
-      .where('command_id', '=', commandId)
-      .where('organization_id', '=', organizationId)
-      .orderBy('attempted_at', 'desc')
-      .orderBy('attempt', 'desc')
-      .orderBy('id', 'desc')
-      .execute();
+    if (!(await commandExists(ctx.db, organizationId, commandId))) throw notFound(`no command ${commandId}`);
+    const rows = await listDeliveryAttempts(ctx.db, organizationId, commandId);
     return c.json(rows.map(toDeliveryAttempt));
   });
 }
