@@ -36,6 +36,7 @@ const pureTests = [
   'cloud/src/telemetry/lttb.test.ts',
   'cloud/src/telemetry/m4.test.ts',
   'cloud/src/telemetry/point-decoder.test.ts',
+  'cloud/src/telemetry/point-wire.test.ts',
   'cloud/src/telemetry/query-plan.test.ts',
   'cloud/src/telemetry/rollups.test.ts',
   'cloud/src/telemetry/sql-arrays.test.ts',

@@ -154,7 +154,9 @@ function channelIndexBytes(buf: Uint8Array, start: number, end: number): number 
 export function stageEncodedBatch(builder: WideBatchBuilder, bytes: Uint8Array, locate: Locate): void {
   const r = new PointWire(bytes);
   let i = 0;
-  for (let found = r.nextBatchPoint(); found !== 0; found = r.nextBatchPoint()) {
+  for (;;) {
+    const found = r.nextBatchPoint();
+    if (found === 0) return;
     if (found < 0) throw malformed();
     decodePointInto(builder, r, r.end, locate, i++);
     r.leavePoint();

@@ -45,6 +45,12 @@ describe('forEachFramePoint', () => {
     expect(collect({ encodedPoints: [toBinary(TelemetryPointSchema, p)] }).out[0]![1]).toBe(-1_500_000);
   });
 
+  it('reads nanos as an int32 whether the point arrives encoded or decoded', () => {
+    const p = create(TelemetryPointSchema, { timestamp: { seconds: 1n, nanos: -5000 }, type: { case: 'bytes', value: frame }, frameSeq: 1n });
+    expect(collect({ encodedPoints: [toBinary(TelemetryPointSchema, p)] }).out[0]![1]).toBe(999_995);
+    expect(collect({ points: [p] }).out[0]![1]).toBe(999_995);
+  });
+
   const rules: Array<[PointInit, string]> = [
     [{ type: { case: 'double', value: 1 }, frameSeq: 1n }, 'points[0]: a mavlink-raw-v1 point carries its frame in the `bytes` member and no other value'],
     [{ frameSeq: 1n }, 'points[0]: a mavlink-raw-v1 point carries its frame in the `bytes` member and no other value'],

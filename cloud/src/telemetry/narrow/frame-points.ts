@@ -52,25 +52,33 @@ function malformed(locate: (index: number) => string, index: number): ApiError {
   return invalid(locate, index, MALFORMED);
 }
 
+const NO_BYTES = new Uint8Array(0);
+// One reader for every run of encoded points (StreamSubmit sends most frames as single-point messages).
+const reader = new PointWire(NO_BYTES);
+
 function readPoints(points: readonly Uint8Array[], locate: (index: number) => string, visit: FramePointVisitor): number {
-  // One reader for the message's points, rather than one per point.
-  const r = new PointWire(points[0] ?? new Uint8Array(0));
-  points.forEach((bytes, i) => {
-    r.reset(bytes);
-    readPoint(r, locate, i, visit);
-  });
+  try {
+    for (let i = 0; i < points.length; i++) {
+      reader.reset(points[i]!);
+      readPoint(reader, locate, i, visit);
+    }
+  } finally {
+    // Points are views into the request: holding one would keep the request's buffer alive.
+    reader.reset(NO_BYTES);
+  }
   return points.length;
 }
 
 function readBatch(buf: Uint8Array, locate: (index: number) => string, visit: FramePointVisitor): number {
   const r = new PointWire(buf);
   let index = 0;
-  for (let found = r.nextBatchPoint(); found !== 0; found = r.nextBatchPoint()) {
+  for (;;) {
+    const found = r.nextBatchPoint();
+    if (found === 0) return index;
     if (found < 0) throw malformed(locate, index);
     readPoint(r, locate, index++, visit);
     r.leavePoint();
   }
-  return index;
 }
 
 /** The point from the reader's position to its end. */
@@ -87,12 +95,10 @@ function readPoint(r: PointWire, locate: (index: number) => string, index: numbe
     if (field === 1 && wire === WIRE_LEN) {
       if (!r.timestamp()) throw malformed(locate, index);
       receivedUs = r.seconds * 1_000_000 + Math.floor(r.nanos / 1000);
-    } else if (field === 2 && wire === WIRE_LEN) {
+    } else if ((field === 2 || field === 14) && wire === WIRE_LEN) {
       if (!r.lengthDelimited()) throw malformed(locate, index);
-      if (r.stop > r.start) throw invalid(locate, index, HAS_CHANNEL);
-    } else if (field === 14 && wire === WIRE_LEN) {
-      if (!r.lengthDelimited()) throw malformed(locate, index);
-      frame = r.buf.subarray(r.start, r.stop);
+      if (field === 14) frame = r.buf.subarray(r.start, r.stop);
+      else if (r.stop > r.start) throw invalid(locate, index, HAS_CHANNEL);
     } else if (field === 15 && wire === WIRE_VARINT) {
       seq = r.varint();
       if (seq < 0) throw malformed(locate, index);
