@@ -5,7 +5,7 @@ import http2 from 'node:http2';
 import { fromBinary } from '@bufbuild/protobuf';
 import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import pg from 'pg';
-import { binaryArrays } from '../src/telemetry/sql-arrays.ts';
+import { binaryArrays } from '../src/telemetry/sql/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, measureServerLoad, ownCpuMs, postgresCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
 import type { BenchServer } from './bench-env.ts';

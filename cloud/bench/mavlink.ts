@@ -27,7 +27,7 @@ import pg from 'pg';
 import { BootSessions } from '../src/telemetry/narrow/boot-sessions.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { NarrowBatch } from '../src/telemetry/narrow/narrow-batch.ts';
-import { binaryArrays, binaryTimestamptzArray } from '../src/telemetry/sql-arrays.ts';
+import { binaryArrays, binaryTimestamptzArray } from '../src/telemetry/sql/sql-arrays.ts';
 import type { DatabaseHandle } from '../src/db/connect.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import type { TestDatabase } from '../src/testing/test-database.ts';

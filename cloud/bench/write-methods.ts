@@ -5,7 +5,7 @@
 // it applies. One connection, BENCH_SECONDS (5) per method, fresh table each; prints rows/s and the
 // CPU Postgres and this process spend per batch (robust against other load on the machine).
 import pg from 'pg';
-import { arrayLiteral, binaryArrays, float8Text, numberArrayLiteral } from '../src/telemetry/sql-arrays.ts';
+import { arrayLiteral, binaryArrays, float8Text, numberArrayLiteral } from '../src/telemetry/sql/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { ownCpuMs, postgresCpuMs } from './bench-env.ts';
 

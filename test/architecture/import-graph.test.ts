@@ -65,6 +65,13 @@ describe('cloud/src import graph', () => {
     expect(cycles(between)).toEqual([]);
   });
 
+  it('has no cycle between folders at any depth (a subfolder never uses its parent)', () => {
+    const between = cloudEdges
+      .map((e) => [folderOf(e.from, CLOUD_SRC), folderOf(e.to!, CLOUD_SRC)] as const)
+      .filter(([a, b]) => a !== b);
+    expect(cycles(between)).toEqual([]);
+  });
+
   it('imports only downwards through the layers of docs/CONVENTIONS.md', () => {
     const rank = new Map(CLOUD_LAYERS.flatMap((layer, index) => layer.map((folder) => [folder, index] as const)));
     const unknown = [...new Set(cloudEdges.flatMap((e) => [cloudFolder(e.from), cloudFolder(e.to!)]))].filter((f) => !rank.has(f));

@@ -16,7 +16,7 @@ import { eventually } from '../testing/delivery-fixture.ts';
 import { startServiceChild, type ServiceChild } from '../testing/service-child.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 import { startTestService, type TestService } from '../testing/test-service.ts';
-import { GRPC_LIMITS } from './limits.ts';
+import { GRPC_LIMITS } from './rpc/limits.ts';
 
 /**
  * The gRPC port under SortieService.destroy (and SIGTERM): unary calls in flight finish OK, open

@@ -5,8 +5,8 @@ import { TelemetryService, type StreamSubmitRequestSchema, type SubmitRequestSch
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wideTableName } from '../datasets/wide-table.ts';
-import { bucketsForBudget } from '../telemetry/query.ts';
-import { planQuery } from '../telemetry/query-plan.ts';
+import { bucketsForBudget } from '../telemetry/series/series.ts';
+import { planQuery } from '../telemetry/wide/query-plan.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 
 type PointInit = MessageInitShape<typeof TelemetryPointSchema>;

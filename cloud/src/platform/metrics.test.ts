@@ -1,9 +1,9 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { SinkCounts, TelemetrySink } from '../telemetry/sink.ts';
+import type { SinkCounts, TelemetrySink } from '../telemetry/ingest/sink.ts';
 import { parsePrometheusText, samplesOf, valueOf } from '../testing/prometheus-text.ts';
 import { httpMetrics, UNMATCHED_ROUTE } from '../observability/http-metrics.ts';
-import { countedSink } from '../telemetry/ingest-metrics.ts';
+import { countedSink } from '../telemetry/ingest/ingest-metrics.ts';
 import { Metrics } from './metrics.ts';
 
 async function scrape(metrics: Metrics) {

@@ -2,11 +2,11 @@ import { isUuid, type AppendRequest, type AppendResponse, type ErrorDetail } fro
 import type { AppContext } from '../platform/context.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import { conflict, invalidRequest } from '../http/api-error.ts';
-import { isoToEpochMicros } from './timestamps.ts';
-import { binaryArrays, quotedBytea, quotedText, textArrays } from './sql-arrays.ts';
-import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
-import { coerceJsonValue } from './wide-values.ts';
-import { writeWideBatch } from './wide-writer.ts';
+import { isoToEpochMicros } from './wide/timestamps.ts';
+import { binaryArrays, quotedBytea, quotedText, textArrays } from './sql/sql-arrays.ts';
+import { WideBatchBuilder, writableColumns } from './wide/wide-batch.ts';
+import { coerceJsonValue } from './wide/wide-values.ts';
+import { writeWideBatch } from './wide/wide-writer.ts';
 
 const CH_N = /^ch_\d+$/;
 const MAX_DETAILS = 50;

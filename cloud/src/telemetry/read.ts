@@ -1,10 +1,11 @@
 import type { Executor } from '../db/executor.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import { queryNarrow } from './narrow/query.ts';
-import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, queryWide, resolveQueryColumns, type SeriesResult } from './query.ts';
-import { writableColumns } from './wide-batch.ts';
+import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, type SeriesResult } from './series/series.ts';
+import { queryWide, resolveQueryColumns } from './wide/query.ts';
+import { writableColumns } from './wide/wide-batch.ts';
 
-export type { SeriesResult } from './query.ts';
+export type { SeriesResult } from './series/series.ts';
 
 /** A Query, its fields checked for form (UUIDs, timestamps) by the transport. */
 export interface SeriesRequest {

@@ -3,9 +3,9 @@ import { requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
 import { ApiError, conflict } from '../http/api-error.ts';
 import { openNarrowSink } from './narrow/narrow-sink.ts';
-import { countedSink } from './ingest-metrics.ts';
-import type { SinkFactory, TelemetrySink } from './sink.ts';
-import { openWideSink } from './wide-sink.ts';
+import { countedSink } from './ingest/ingest-metrics.ts';
+import type { SinkFactory, TelemetrySink } from './ingest/sink.ts';
+import { openWideSink } from './wide/wide-sink.ts';
 
 /** Stream formats of StreamSessionHeader.format; "" is the wide format (points addressed by ch_N). */
 export const STREAM_FORMATS = ['', 'mavlink-raw-v1'] as const;

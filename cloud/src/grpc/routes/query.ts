@@ -4,9 +4,9 @@ import type { HandlerContext } from '@connectrpc/connect';
 import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
 import { ApiError } from '../../http/api-error.ts';
 import { readSeries, type SeriesResult } from '../../telemetry/read.ts';
-import { principalOf } from '../context.ts';
-import { runRpc, uuidField } from '../handler.ts';
-import type { GrpcDeps } from '../deps.ts';
+import { principalOf } from '../rpc/context.ts';
+import { runRpc, uuidField } from '../rpc/handler.ts';
+import type { GrpcDeps } from '../rpc/deps.ts';
 
 /** Query: per channel a downsampled series of at most max_points_per_channel samples, and exact raw counts. */
 export function queryHandler({ ctx }: GrpcDeps) {

@@ -1,12 +1,12 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SubmitResponseSchema, TelemetryPoint } from '@sortie/contracts';
-import { countsResponse } from '../../telemetry/sink.ts';
+import { countsResponse } from '../../telemetry/ingest/sink.ts';
 import { openSink } from '../../telemetry/sinks.ts';
-import { principalOf } from '../context.ts';
-import type { AnySubmitRequest } from '../lazy-schema.ts';
-import { runRpc, uuidField } from '../handler.ts';
-import type { GrpcDeps } from '../deps.ts';
+import { principalOf } from '../rpc/context.ts';
+import type { AnySubmitRequest } from '../rpc/lazy-schema.ts';
+import { runRpc, uuidField } from '../rpc/handler.ts';
+import type { GrpcDeps } from '../rpc/deps.ts';
 
 /** Submit: one batch of points to one dataset, written in one bulk write (all of it, or nothing). */
 export function submitHandler({ ctx }: GrpcDeps) {

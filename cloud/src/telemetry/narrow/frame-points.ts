@@ -1,7 +1,7 @@
 import type { TelemetryPoint } from '@sortie/contracts';
 import { ApiError } from '../../http/api-error.ts';
-import type { PointSource } from '../sink.ts';
-import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../point-wire.ts';
+import type { PointSource } from '../ingest/sink.ts';
+import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
 
 /**
  * The points of a mavlink-raw-v1 message, checked against the format's rules (proto/…/telemetry.proto):

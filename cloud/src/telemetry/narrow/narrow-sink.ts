@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../platform/context.ts';
 import type { DatasetRow } from '../../db/schema.ts';
-import type { PointSource, SinkCounts, TelemetrySink } from '../sink.ts';
-import { binaryArrays, textArrays } from '../sql-arrays.ts';
+import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
+import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { forEachFramePoint } from './frame-points.ts';
 import { NarrowBatch } from './narrow-batch.ts';
 import { writeNarrowBatch, type NarrowTarget, type SessionCache } from './narrow-writer.ts';

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import { ApiError } from '../../http/api-error.ts';
-import { arrayLiteral, quotedBytea, quotedText, type ArrayEncoder } from '../sql-arrays.ts';
+import { arrayLiteral, quotedBytea, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession } from './boot-sessions.ts';
 import type { NarrowBatch } from './narrow-batch.ts';
 import { loadBootSessions } from './session-store.ts';

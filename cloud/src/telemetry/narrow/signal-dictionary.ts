@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { arrayLiteral, quotedText } from '../sql-arrays.ts';
+import { arrayLiteral, quotedText } from '../sql/sql-arrays.ts';
 
 /**
  * Signal name ↔ id (narrow_signals). Ids never change once given, so each database's mapping is cached

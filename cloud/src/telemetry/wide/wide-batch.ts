@@ -1,8 +1,8 @@
 import type { TelemetryPoint } from '@sortie/contracts';
-import type { ChannelRow } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import type { ChannelRow } from '../../db/schema.ts';
+import { ApiError } from '../../http/api-error.ts';
 import { ACCEPTED_CASES, isNumericColumn, type PointValueCase } from './point-values.ts';
-import { quotedBytea, quotedText } from './sql-arrays.ts';
+import { quotedBytea, quotedText } from '../sql/sql-arrays.ts';
 
 /** A writable column of a wide dataset: `ch_<index>` with its physical type. */
 export interface WideColumnInfo {

@@ -1,8 +1,8 @@
 import { create } from '@bufbuild/protobuf';
 import { TelemetryPointSchema, type TelemetryPoint } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../http/api-error.ts';
-import { wideChannelRows } from '../testing/wide-channels.ts';
+import { ApiError } from '../../http/api-error.ts';
+import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { ACCEPTED_CASES, type PointValueCase } from './point-values.ts';
 import { channelIndexOf, UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
 

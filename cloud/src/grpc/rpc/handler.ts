@@ -1,7 +1,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import { isUuid } from '@sortie/contracts';
-import type { AppContext } from '../platform/context.ts';
-import { ApiError } from '../http/api-error.ts';
+import type { AppContext } from '../../platform/context.ts';
+import { ApiError } from '../../http/api-error.ts';
 import { requestIdKey } from './context.ts';
 import { toConnectError } from './errors.ts';
 

@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrganization } from '../auth/organizations.ts';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
-import { migrationProvider } from '../db/migrations/index.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { wideChannelRows } from '../testing/wide-channels.ts';
+import { createOrganization } from '../../auth/organizations.ts';
+import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/connect.ts';
+import { migrationProvider } from '../../db/migrations/index.ts';
+import { createTestDatabase, type TestDatabase } from '../../testing/test-database.ts';
+import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
-import { binaryArrays, textArrays, type ArrayEncoder } from './sql-arrays.ts';
+import { binaryArrays, textArrays, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
 

@@ -1,5 +1,5 @@
 import type { SinkCounts, TelemetrySink } from './sink.ts';
-import type { IngestShape, IngestTransport, Metrics } from '../platform/metrics.ts';
+import type { IngestShape, IngestTransport, Metrics } from '../../platform/metrics.ts';
 
 /**
  * A sink that reports what it wrote after every flush (one bulk write: one batch) and whatever else it

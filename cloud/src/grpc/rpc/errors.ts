@@ -1,8 +1,8 @@
 import type { ErrorCode } from '@sortie/contracts';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ApiError } from '../http/api-error.ts';
-import type { Logger } from '../platform/logger.ts';
-import { NotYetSupportedError } from '../telemetry/sinks.ts';
+import { ApiError } from '../../http/api-error.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { NotYetSupportedError } from '../../telemetry/sinks.ts';
 
 /**
  * The gRPC status for each error code of the spec. The spec's code travels too, in the

@@ -1,5 +1,5 @@
-import type { KeyCache } from '../auth/key-cache.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { KeyCache } from '../../auth/key-cache.ts';
+import type { AppContext } from '../../platform/context.ts';
 
 /**
  * What the gRPC server hands its routes. Apart from server.ts so that the server imports the routes

@@ -1,25 +1,14 @@
 import { sql } from 'kysely';
-import type { Executor } from '../db/executor.ts';
-import { ApiError, notFound } from '../http/api-error.ts';
-import { samplesFromBuckets } from './downsample.ts';
-import type { Sample } from './lttb.ts';
-import { mergeM4, type M4 } from './m4.ts';
+import type { Executor } from '../../db/executor.ts';
+import { ApiError, notFound } from '../../http/api-error.ts';
+import { samplesFromBuckets } from '../series/downsample.ts';
+import type { Sample } from '../series/lttb.ts';
+import { mergeM4, type M4 } from '../series/m4.ts';
+import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
-import { columnValueSql, timestampToUs, usToTimestamp } from './sql-time.ts';
+import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideColumnInfo } from './wide-batch.ts';
-
-/** Points per channel when the request leaves the budget at 0 (the proto's "server default"). */
-export const DEFAULT_MAX_POINTS = 1000;
-/** Larger budgets are clamped: the answer is still "at most max_points_per_channel". */
-export const MAX_POINTS_PER_CHANNEL = 100_000;
-export const MAX_CHANNELS_PER_QUERY = 256;
-
-export interface SeriesResult {
-  channelId: string;
-  samples: Sample[];
-  rawPoints: number;
-}
 
 export interface WideQuery {
   datasetId: string;
@@ -51,14 +40,6 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
     }
     return column;
   });
-}
-
-/**
- * Buckets for a budget of `maxPoints` samples: two pinned samples (minimum and maximum) per bucket,
- * plus the series' first and last sample, fit the budget exactly.
- */
-export function bucketsForBudget(maxPoints: number): number {
-  return Math.max(1, Math.floor((maxPoints - 2) / 2));
 }
 
 /** Per channel, at most `maxPoints` samples keeping the chart's shape, and the exact raw count. */

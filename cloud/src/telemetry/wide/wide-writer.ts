@@ -1,10 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../db/connect.ts';
-import type { Executor } from '../db/executor.ts';
+import type { Db } from '../../db/connect.ts';
+import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
 import { applyRollupDeltas, recomputeRollups, rollupDeltas, rollupUpsert, type RollupRow } from './rollups.ts';
-import { arrayLiteral, type ArrayEncoder } from './sql-arrays.ts';
-import { columnValueSql, usToTimestamp } from './sql-time.ts';
+import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
+import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
 
 export interface WideTarget {

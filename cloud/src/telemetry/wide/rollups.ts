@@ -1,9 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Executor } from '../db/executor.ts';
-import { addSample, m4Of, mergeM4, type M4 } from './m4.ts';
+import type { Executor } from '../../db/executor.ts';
+import { addSample, m4Of, mergeM4, type M4 } from '../series/m4.ts';
 import { ROLLUP_WIDTHS_MS, FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { numberArrayLiteral, type ArrayEncoder } from './sql-arrays.ts';
-import { columnValueSql, timestampToUs, usToTimestamp } from './sql-time.ts';
+import { numberArrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
+import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 
 /**
  * Rollups: for every numeric channel of a wide dataset, one row per bucket of each width in

@@ -1,9 +1,9 @@
-import type { AppContext } from '../platform/context.ts';
-import { listChannelRows } from '../datasets/queries.ts';
-import type { DatasetRow } from '../db/schema.ts';
+import type { AppContext } from '../../platform/context.ts';
+import { listChannelRows } from '../../datasets/queries.ts';
+import type { DatasetRow } from '../../db/schema.ts';
 import { stageEncodedBatch, stageEncodedPoint } from './point-decoder.ts';
-import type { PointSource, SinkCounts, TelemetrySink } from './sink.ts';
-import { binaryArrays, textArrays } from './sql-arrays.ts';
+import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
+import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
 

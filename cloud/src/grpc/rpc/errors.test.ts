@@ -1,9 +1,9 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ERROR_CODES, ERROR_STATUS } from '@sortie/contracts';
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../http/api-error.ts';
-import type { Logger } from '../platform/logger.ts';
-import { NotYetSupportedError } from '../telemetry/sinks.ts';
+import { ApiError } from '../../http/api-error.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { NotYetSupportedError } from '../../telemetry/sinks.ts';
 import { ERROR_CODE_TRAILER, GRPC_CODE, toConnectError } from './errors.ts';
 
 describe('gRPC status of each error code', () => {

@@ -1,6 +1,6 @@
-import { ApiError } from '../http/api-error.ts';
+import { ApiError } from '../../http/api-error.ts';
 import type { PointValueCase } from './point-values.ts';
-import { MALFORMED, PointWire, TWO_32, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from './point-wire.ts';
+import { MALFORMED, PointWire, TWO_32, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
 import { timestampMicros, type Locate, type ValueExtra, type WideBatchBuilder } from './wide-batch.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { PointBatchSchema, TelemetryPointSchema, type TelemetryPoint } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { wideChannelRows } from '../testing/wide-channels.ts';
+import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { stageEncodedBatch, stageEncodedPoint } from './point-decoder.ts';
 import { WideBatchBuilder, writableColumns, type WideBatch } from './wide-batch.ts';
 

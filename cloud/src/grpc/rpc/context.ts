@@ -1,5 +1,5 @@
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
-import type { CachedPrincipal } from '../auth/key-cache.ts';
+import type { CachedPrincipal } from '../../auth/key-cache.ts';
 
 /** Set by the request gate before any handler runs. */
 export const principalKey = createContextKey<CachedPrincipal | undefined>(undefined, { description: 'sortie principal' });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addSample, m4Of, type M4 } from './m4.ts';
+import { addSample, m4Of, type M4 } from '../series/m4.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { rollupDeltas } from './rollups.ts';
 

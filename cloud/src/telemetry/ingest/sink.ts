@@ -1,6 +1,6 @@
 import type { TelemetryPoint } from '@sortie/contracts';
-import type { AppContext } from '../platform/context.ts';
-import type { DatasetRow } from '../db/schema.ts';
+import type { AppContext } from '../../platform/context.ts';
+import type { DatasetRow } from '../../db/schema.ts';
 
 /**
  * What every storage shape's writer is to ingest. This file imports none of them: the writers

@@ -1,0 +1,22 @@
+import type { Sample } from './lttb.ts';
+
+/** Points per channel when the request leaves the budget at 0 (the proto's "server default"). */
+export const DEFAULT_MAX_POINTS = 1000;
+/** Larger budgets are clamped: the answer is still "at most max_points_per_channel". */
+export const MAX_POINTS_PER_CHANNEL = 100_000;
+export const MAX_CHANNELS_PER_QUERY = 256;
+
+/** What Query answers for one channel, whatever the storage shape: the budget's samples and the exact raw count. */
+export interface SeriesResult {
+  channelId: string;
+  samples: Sample[];
+  rawPoints: number;
+}
+
+/**
+ * Buckets for a budget of `maxPoints` samples: two pinned samples (minimum and maximum) per bucket,
+ * plus the series' first and last sample, fit the budget exactly.
+ */
+export function bucketsForBudget(maxPoints: number): number {
+  return Math.max(1, Math.floor((maxPoints - 2) / 2));
+}
