@@ -27,6 +27,7 @@ import pg from 'pg';
 import { BootSessions } from '../src/telemetry/narrow/boot-sessions.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { NarrowBatch } from '../src/telemetry/narrow/narrow-batch.ts';
+import { rowColumns } from '../src/telemetry/narrow/narrow-writer.ts';
 import { binaryArrays, binaryTimestamptzArray } from '../src/telemetry/sql/sql-arrays.ts';
 import type { DatabaseHandle } from '../src/db/connect.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
@@ -146,28 +147,13 @@ function prepareBaseline(): PreparedBatch[] {
     );
     const n = batch.rows;
     const rowFrame = new Float64Array(n);
-    const sig = new Int32Array(n);
-    const t = new Float64Array(n);
-    const src = new Int32Array(n);
-    const boot = new Float64Array(n);
-    const hasBoot = new Uint8Array(n);
-    const sess = new Int32Array(n);
-    const rcv = new Float64Array(n);
-    for (let r = 0; r < n; r++) {
-      const f = batch.rowFrame[r]!;
-      rowFrame[r] = b + f;
-      let id = ids.get(batch.signal[r]!);
-      if (id === undefined) ids.set(batch.signal[r]!, (id = ids.size + 1));
-      sig[r] = id;
-      const unix = batch.unixUs[f]!;
-      const bootUs = batch.bootUs[f]!;
-      src[r] = Number.isFinite(unix) ? 1 : Number.isFinite(bootUs) ? 2 : 3;
-      t[r] = Number.isFinite(unix) ? unix : Number.isFinite(bootUs) ? bootUs : batch.receivedUs[f]!;
-      boot[r] = Number.isFinite(bootUs) ? bootUs : 0;
-      hasBoot[r] = Number.isFinite(bootUs) ? 1 : 0;
-      sess[r] = sessionOf[f]!;
-      rcv[r] = batch.receivedUs[f]!;
-    }
+    for (let r = 0; r < n; r++) rowFrame[r] = b + batch.rowFrame[r]!;
+    const signalId = (name: string) => {
+      let id = ids.get(name);
+      if (id === undefined) ids.set(name, (id = ids.size + 1));
+      return id;
+    };
+    const { signal: sig, time: t, source: src, boot, hasBoot, session: sess, received: rcv } = rowColumns(batch, signalId, sessionOf);
     const texts = batch.textRows.length > 0 ? `{${batch.textRows.map((r) => r + 1).join(',')}}` : '{}';
     const textValues = `{${batch.texts.map((s) => `"${s.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
     out.push({

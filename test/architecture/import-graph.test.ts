@@ -72,6 +72,15 @@ describe('cloud/src import graph', () => {
     expect(cycles(between)).toEqual([]);
   });
 
+  it('keeps subfolders private: from outside a top-level folder only its own files are used', () => {
+    // e.g. the Query RPC calls telemetry/read.ts, never telemetry/wide/ or telemetry/narrow/ directly.
+    const reachingIn = cloudEdges.filter((e) => {
+      const target = folderOf(e.to!, CLOUD_SRC);
+      return target.includes('/') && cloudFolder(e.from) !== cloudFolder(e.to!);
+    });
+    expect(describeEdges(reachingIn)).toBe('');
+  });
+
   it('imports only downwards through the layers of docs/CONVENTIONS.md', () => {
     const rank = new Map(CLOUD_LAYERS.flatMap((layer, index) => layer.map((folder) => [folder, index] as const)));
     const unknown = [...new Set(cloudEdges.flatMap((e) => [cloudFolder(e.from), cloudFolder(e.to!)]))].filter((f) => !rank.has(f));

@@ -5,7 +5,7 @@ import type { AppContext } from '../platform/context.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, toChannel } from '../datasets/queries.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, notFound } from '../http/api-error.ts';
-import { materialiseNarrowChannels } from '../telemetry/narrow/channels.ts';
+import { materialiseChannels } from '../telemetry/read.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { lockDatasetForChannels, updateChannel } from './queries.ts';
@@ -16,7 +16,7 @@ export function channelsRoutes(ctx: AppContext) {
       const query = readQuery(c, ListChannelsQuerySchema);
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
       // The spec: with experimentId, a narrow dataset's signal list is materialised from its data first.
-      if (dataset.storage_shape === 'narrow' && query.experimentId) await materialiseNarrowChannels(ctx.db, dataset, ctx.clock.now());
+      if (query.experimentId) await materialiseChannels(ctx.db, dataset, ctx.clock.now());
       return c.json((await listChannelRows(ctx.db, dataset.id)).map(toChannel));
     })
     .post('/datasets/channels/create', requireScope(ctx, 'datasets:write'), async (c) => {

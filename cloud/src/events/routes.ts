@@ -6,7 +6,7 @@ import { requireDataset } from '../datasets/queries.ts';
 import type { EventRow } from '../db/schema.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
-import { alignNarrowEvents } from '../telemetry/narrow/events.ts';
+import { eventsOnSeriesTime } from '../telemetry/read.ts';
 import { insertEvents, listEvents } from './queries.ts';
 
 function toEvent(row: EventRow): TimelineEvent {
@@ -34,8 +34,6 @@ export function eventsRoutes(ctx: AppContext) {
       const query = readQuery(c, ListEventsQuerySchema);
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
       const rows = await listEvents(ctx.db, dataset.id, query.kind);
-      // Narrow datasets: on the charts' aligned time axis (narrow/events.ts).
-      if (dataset.storage_shape === 'narrow') return c.json((await alignNarrowEvents(ctx.db, dataset.id, rows)).map(toEvent));
-      return c.json(rows.map(toEvent));
+      return c.json((await eventsOnSeriesTime(ctx.db, dataset, rows)).map(toEvent));
     });
 }

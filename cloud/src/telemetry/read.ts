@@ -1,5 +1,8 @@
 import type { Executor } from '../db/executor.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
+import type { DatasetRow, EventRow } from '../db/schema.ts';
+import { materialiseNarrowChannels } from './narrow/channels.ts';
+import { alignNarrowEvents } from './narrow/events.ts';
 import { queryNarrow } from './narrow/query.ts';
 import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, type SeriesResult } from './series/series.ts';
 import { queryWide, resolveQueryColumns } from './wide/query.ts';
@@ -33,4 +36,20 @@ export async function readSeries(db: Executor, organizationId: string, request: 
   if (dataset.storage_shape === 'narrow') return queryNarrow(db, { datasetId: dataset.id, channelIds, from, to, maxPoints });
   const columns = resolveQueryColumns(channelIds, writableColumns(await listChannelRows(db, dataset.id)));
   return queryWide(db, { datasetId: dataset.id, table: dataset.table_name!, channelIds, from, to, maxPoints }, columns);
+}
+
+/**
+ * A dataset's events on the time axis Query answers on, so markers line up with the series: a narrow
+ * (MAVLink) dataset's events move onto its aligned time (narrow/events.ts); a wide one's are as stored.
+ */
+export function eventsOnSeriesTime(db: Executor, dataset: DatasetRow, rows: EventRow[]): Promise<EventRow[]> {
+  return dataset.storage_shape === 'narrow' ? alignNarrowEvents(db, dataset.id, rows) : Promise.resolve(rows);
+}
+
+/**
+ * Bring a dataset's channel list up to its stored data before it is listed: a narrow dataset's decoded
+ * signals become channels; a wide dataset declares its channels when it is registered, so has nothing to add.
+ */
+export async function materialiseChannels(db: Executor, dataset: DatasetRow, now: Date): Promise<void> {
+  if (dataset.storage_shape === 'narrow') await materialiseNarrowChannels(db, dataset, now);
 }

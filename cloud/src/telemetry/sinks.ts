@@ -7,6 +7,9 @@ import { countedSink } from './ingest/ingest-metrics.ts';
 import type { SinkFactory, TelemetrySink } from './ingest/sink.ts';
 import { openWideSink } from './wide/wide-sink.ts';
 
+// What a transport needs of a sink, from the entry it opens sinks with (ingest/ is the wing's own).
+export { countsResponse, type TelemetrySink } from './ingest/sink.ts';
+
 /** Stream formats of StreamSessionHeader.format; "" is the wide format (points addressed by ch_N). */
 export const STREAM_FORMATS = ['', 'mavlink-raw-v1'] as const;
 export type StreamFormat = (typeof STREAM_FORMATS)[number];

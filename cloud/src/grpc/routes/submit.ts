@@ -1,8 +1,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SubmitResponseSchema, TelemetryPoint } from '@sortie/contracts';
-import { countsResponse } from '../../telemetry/ingest/sink.ts';
-import { openSink } from '../../telemetry/sinks.ts';
+import { countsResponse, openSink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../rpc/context.ts';
 import type { AnySubmitRequest } from '../rpc/lazy-schema.ts';
 import { runRpc, uuidField } from '../rpc/handler.ts';

@@ -119,7 +119,26 @@ function frameOrder(batch: NarrowBatch): Int32Array {
   return order;
 }
 
-function insertRows(target: NarrowTarget, batch: NarrowBatch, ids: ReadonlyMap<string, number>, sessionOf: Int32Array, onConflict: boolean): RawBuilder<unknown> {
+/** The per-row columns of narrow_samples that come from a row's frame, typed for the `unnest` insert. */
+export interface NarrowRowColumns {
+  seq: Float64Array;
+  signal: Int32Array;
+  /** The sample's time, µs: GPS time when the frame carries it, else its boot clock, else the receive time. */
+  time: Float64Array;
+  /** 1 gps, 2 boot, 3 agent (indexes into SOURCE_SQL). */
+  source: Int32Array;
+  boot: Float64Array;
+  hasBoot: Uint8Array;
+  session: Int32Array;
+  received: Float64Array;
+}
+
+/**
+ * A batch's rows as columns, each row taking its frame's sequence, time, time source, boot clock,
+ * session and receive time. The writer and the MAVLink bench's plain-insert baseline both build rows
+ * with this, so the baseline measures exactly the rows the writer stores.
+ */
+export function rowColumns(batch: NarrowBatch, signalId: (name: string) => number, sessionOf: ArrayLike<number>): NarrowRowColumns {
   const n = batch.rows;
   const seq = new Float64Array(n);
   const signal = new Int32Array(n);
@@ -159,7 +178,7 @@ function insertRows(target: NarrowTarget, batch: NarrowBatch, ids: ReadonlyMap<s
       }
     }
     seq[r] = fSeq;
-    signal[r] = ids.get(batch.signal[r]!)!;
+    signal[r] = signalId(batch.signal[r]!);
     time[r] = fTime;
     source[r] = fSource;
     boot[r] = fHasBoot ? fBoot : 0;
@@ -167,6 +186,12 @@ function insertRows(target: NarrowTarget, batch: NarrowBatch, ids: ReadonlyMap<s
     session[r] = fSession;
     received[r] = fReceived;
   }
+  return { seq, signal, time, source, boot, hasBoot, session, received };
+}
+
+function insertRows(target: NarrowTarget, batch: NarrowBatch, ids: ReadonlyMap<string, number>, sessionOf: Int32Array, onConflict: boolean): RawBuilder<unknown> {
+  const { seq, signal, time, source, boot, hasBoot, session, received } = rowColumns(batch, (name) => ids.get(name)!, sessionOf);
+  const n = batch.rows;
   const a = target.arrays;
   const times = timestamptzArray(time, target.binary, 'u.t');
   const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
