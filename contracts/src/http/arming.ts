@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TimestampOut, Uuid } from './common.ts';
+import { TimestampOut, Uuid, text } from './common.ts';
 
 /** Bounds of an arming's lifetime: ten seconds to twelve hours, fifteen minutes when unsaid. */
 export const ARMING_TTL_SECONDS = { min: 10, max: 43_200, default: 900 } as const;
@@ -13,7 +13,7 @@ export const ArmRequestSchema = z.object({
     .min(ARMING_TTL_SECONDS.min, `must be between ${ARMING_TTL_SECONDS.min} and ${ARMING_TTL_SECONDS.max}`)
     .max(ARMING_TTL_SECONDS.max, `must be between ${ARMING_TTL_SECONDS.min} and ${ARMING_TTL_SECONDS.max}`)
     .default(ARMING_TTL_SECONDS.default),
-  reason: z.string().max(1000).default(''),
+  reason: text().max(1000).default(''),
 });
 export type ArmRequest = z.infer<typeof ArmRequestSchema>;
 
@@ -27,7 +27,7 @@ export const ArmingRecordSchema = z.object({
   armedAt: TimestampOut.nullable(),
   expiresAt: TimestampOut.nullable(),
   armedBy: z.object({ keyId: Uuid.nullable(), userId: Uuid.nullable() }).nullable(),
-  reason: z.string(),
+  reason: text(),
   disarmedAt: TimestampOut.nullable(),
 });
 export type ArmingRecord = z.infer<typeof ArmingRecordSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ChannelName, Uuid } from './common.ts';
+import { ChannelName, Uuid, text } from './common.ts';
 
 /**
  * Declared type labels. A label only: it picks the physical column type when the column is created at
@@ -24,17 +24,17 @@ export type DataType = z.infer<typeof DataType>;
 
 export const ChannelSchema = z.object({
   id: Uuid,
-  name: z.string(),
-  unit: z.string(),
-  dataType: z.string(),
+  name: text(),
+  unit: text(),
+  dataType: text(),
   /** `ch_N` on wide datasets, the signal name on narrow ones: the address of the data. */
-  hypertableColName: z.string(),
+  hypertableColName: text(),
 });
 export type Channel = z.infer<typeof ChannelSchema>;
 
 export const ChannelDeclarationSchema = z.object({
   name: ChannelName,
-  unit: z.string().max(64).default(''),
+  unit: text().max(64).default(''),
   dataType: DataType.default('double'),
 });
 export type ChannelDeclaration = z.infer<typeof ChannelDeclarationSchema>;
@@ -48,7 +48,7 @@ export const CreateChannelRequestSchema = z.object({
   experimentId: Uuid,
   datasetId: Uuid,
   name: ChannelName,
-  unit: z.string().max(64).default(''),
+  unit: text().max(64).default(''),
   dataType: DataType.default('double'),
 });
 export type CreateChannelRequest = z.infer<typeof CreateChannelRequestSchema>;
@@ -60,7 +60,7 @@ export const UpdateChannelRequestSchema = z.strictObject(
     datasetId: Uuid,
     id: Uuid,
     name: ChannelName.optional(),
-    unit: z.string().max(64).optional(),
+    unit: text().max(64).optional(),
     dataType: DataType.optional(),
   },
   { error: (issue) => (issue.code === 'unrecognized_keys' ? `cannot be edited: ${issue.keys.join(', ')}` : undefined) },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, TimestampOut, Uuid } from './common.ts';
+import { Timestamp, TimestampOut, Uuid, text, jsonObject } from './common.ts';
 
 export const COMMAND_STATUSES = ['logged', 'queued', 'acked', 'nacked', 'timed_out'] as const;
 export const CommandStatus = z.enum(COMMAND_STATUSES);
@@ -10,16 +10,16 @@ export const ACK_TIMEOUT_SECONDS = { min: 1, max: 3600, default: 60 } as const;
 export const CreateCommandRequestSchema = z.object({
   experimentId: Uuid,
   datasetId: Uuid,
-  commandText: z.string().trim().min(1).max(1000),
-  description: z.string().max(4000).default(''),
-  args: z.record(z.string(), z.unknown()).default({}),
+  commandText: text().trim().min(1).max(1000),
+  description: text().max(4000).default(''),
+  args: jsonObject().default({}),
   /** Key of one of the organization's command templates (addition); its argsSchema validates `args`. */
-  templateKey: z.string().max(64).default(''),
-  category: z.string().max(120).default(''),
+  templateKey: text().max(64).default(''),
+  category: text().max(120).default(''),
   /** Position on the experiment's timeline, in seconds. The list is ordered by it. */
   relTime: z.number().finite(),
   /** Caller's idempotency token, unique per organization. */
-  clientToken: z.string().min(1).max(200).optional(),
+  clientToken: text().min(1).max(200).optional(),
 });
 export type CreateCommandRequest = z.infer<typeof CreateCommandRequestSchema>;
 
@@ -27,29 +27,29 @@ export const CommandRecordSchema = z.object({
   id: Uuid,
   experimentId: Uuid,
   datasetId: Uuid,
-  commandText: z.string(),
-  description: z.string(),
-  args: z.record(z.string(), z.unknown()),
-  templateKey: z.string(),
-  category: z.string(),
+  commandText: text(),
+  description: text(),
+  args: jsonObject(),
+  templateKey: text(),
+  category: text(),
   relTime: z.number(),
   issuedAt: TimestampOut,
   /** Empty for commands logged through the API; never filled with a substitute. */
-  issuedByName: z.string(),
-  issuedByEmail: z.string(),
+  issuedByName: text(),
+  issuedByEmail: text(),
   status: CommandStatus,
-  statusDetail: z.string(),
+  statusDetail: text(),
   queuedAt: TimestampOut.nullable(),
   deliveredAt: TimestampOut.nullable(),
   ackedAt: TimestampOut.nullable(),
   ackDeadlineAt: TimestampOut.nullable(),
   vehicleTime: TimestampOut.nullable(),
-  ackPayload: z.record(z.string(), z.unknown()).nullable(),
+  ackPayload: jsonObject().nullable(),
   deliveryAttempts: z.number().int(),
-  clientToken: z.string().nullable(),
+  clientToken: text().nullable(),
   /** Set when the command was retracted (addition); retracted commands stay in the list. */
   retractedAt: TimestampOut.nullable(),
-  retractedReason: z.string().nullable(),
+  retractedReason: text().nullable(),
 });
 export type CommandRecord = z.infer<typeof CommandRecordSchema>;
 
@@ -59,7 +59,7 @@ export const ListCommandsQuerySchema = z.object({ experimentId: Uuid, datasetId:
 
 export const RetractCommandRequestSchema = z.object({
   commandId: Uuid,
-  reason: z.string().max(1000).default(''),
+  reason: text().max(1000).default(''),
 });
 
 export const DispatchRequestSchema = z.object({
@@ -77,7 +77,7 @@ export const DispatchResponseSchema = z.object({
   commandId: Uuid,
   status: z.literal('queued'),
   ackDeadline: TimestampOut,
-  endpoints: z.array(z.object({ id: Uuid, url: z.string() })),
+  endpoints: z.array(z.object({ id: Uuid, url: text() })),
 });
 export type DispatchResponse = z.infer<typeof DispatchResponseSchema>;
 
@@ -85,9 +85,9 @@ export const AckRequestSchema = z.object({
   commandId: Uuid,
   state: z.enum(['acked', 'nacked']),
   vehicleTime: Timestamp.optional(),
-  detail: z.string().max(4000).default(''),
+  detail: text().max(4000).default(''),
   /** Free-form result data, stored as the command's ackPayload. */
-  payload: z.record(z.string(), z.unknown()).optional(),
+  payload: jsonObject().optional(),
 });
 export type AckRequest = z.infer<typeof AckRequestSchema>;
 

@@ -14,13 +14,74 @@ export function isUuid(value: string): boolean {
   return UUID_SHAPE.test(value);
 }
 
-/** ISO 8601 timestamp with `Z` or an offset; the service always answers in UTC with `Z`. */
-export const Timestamp = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' });
+/**
+ * Text the service can store as it was sent: no NUL (U+0000), which PostgreSQL's text and jsonb cannot
+ * hold, and no unpaired UTF-16 surrogate, which is not Unicode (UTF-8 cannot carry it, and PostgreSQL
+ * would otherwise have received U+FFFD in its place).
+ */
+export function isStorableText(value: string): boolean {
+  return !value.includes('\u0000') && value.isWellFormed();
+}
+
+export const STORABLE_TEXT_MESSAGE = 'must not contain NUL (U+0000) or an unpaired UTF-16 surrogate';
+
+/** Every string a request may carry: one rule for every text field, so no field can reach the database with what it cannot store. */
+export function text() {
+  return z.string().refine(isStorableText, { error: STORABLE_TEXT_MESSAGE });
+}
+
+/** Deeper free-form JSON than this is refused: no real payload needs it, and a recursive reader could overflow on it. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Where a free-form JSON value breaks the rules, or undefined: nesting deeper than MAX_JSON_DEPTH, or a key
+ * or string that is not storable text. Walked with an explicit stack, so 10,000 levels cannot overflow it.
+ */
+export function jsonProblem(value: unknown): { path: (string | number)[]; message: string } | undefined {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  while (stack.length > 0) {
+    const { value: current, path } = stack.pop()!;
+    if (typeof current === 'string') {
+      if (!isStorableText(current)) return { path, message: STORABLE_TEXT_MESSAGE };
+      continue;
+    }
+    if (current === null || typeof current !== 'object') continue;
+    if (path.length > MAX_JSON_DEPTH) return { path, message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+    if (Array.isArray(current)) {
+      current.forEach((item, i) => stack.push({ value: item, path: [...path, i] }));
+      continue;
+    }
+    for (const [key, item] of Object.entries(current)) {
+      if (!isStorableText(key)) return { path: [...path, key], message: `key ${STORABLE_TEXT_MESSAGE}` };
+      stack.push({ value: item, path: [...path, key] });
+    }
+  }
+  return undefined;
+}
+
+/** A free-form JSON object (command args, event data, ack payloads): any shape, within what jsonb can hold. */
+export function jsonObject(options?: { error?: string }) {
+  return z.record(text(), z.unknown(), options).superRefine((value, ctx) => {
+    const problem = jsonProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+  });
+}
+
+/** Seconds whose microseconds stay below 2^53, so a time is an exact double of µs (years 1685 to 2255). */
+const MAX_SAFE_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000);
+
+/** ISO 8601 timestamp with `Z` or an offset, within the years every route can store (1685 to 2255); the service always answers in UTC with `Z`. */
+export const Timestamp = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 timestamp' })
+  .refine(
+    // A string that is not a timestamp at all is reported by the format check alone.
+    (value) => Number.isNaN(Date.parse(value)) || Math.abs(Date.parse(value) / 1000) <= MAX_SAFE_SECONDS,
+    { error: 'is outside the supported range (years 1685 to 2255)' },
+  );
 
 /** A timestamp as the service writes it (always UTC). */
-export const TimestampOut = z.string();
+export const TimestampOut = text();
 
-export const ChannelName = z
-  .string()
+export const ChannelName = text()
   .min(2, 'must be 2 to 120 characters')
   .max(120, 'must be 2 to 120 characters');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ChannelDeclarationSchema, ChannelSchema } from './channels.ts';
-import { TimestampOut, Uuid } from './common.ts';
+import { TimestampOut, Uuid, text } from './common.ts';
 
 export const STORAGE_SHAPES = ['wide', 'narrow'] as const;
 export const StorageShape = z.enum(STORAGE_SHAPES);
@@ -9,11 +9,11 @@ export type StorageShape = z.infer<typeof StorageShape>;
 export const DatasetSchema = z.object({
   id: Uuid,
   experimentId: Uuid,
-  name: z.string(),
+  name: text(),
   storageShape: StorageShape,
-  codec: z.string().nullable(),
-  dialect: z.string().nullable(),
-  format: z.string().nullable(),
+  codec: text().nullable(),
+  dialect: text().nullable(),
+  format: text().nullable(),
   createdAt: TimestampOut,
 });
 export type Dataset = z.infer<typeof DatasetSchema>;
@@ -26,7 +26,7 @@ export type Dataset = z.infer<typeof DatasetSchema>;
 export const RegisterStreamRequestSchema = z
   .object({
     experimentId: Uuid,
-    datasetName: z.string().trim().min(1).max(200),
+    datasetName: text().trim().min(1).max(200),
     storageShape: StorageShape.default('wide'),
     channels: z.array(ChannelDeclarationSchema).max(1000).optional(),
     codec: z.literal('mavlink').optional(),
@@ -57,12 +57,12 @@ export type RegisterStreamRequest = z.infer<typeof RegisterStreamRequestSchema>;
 export const RegisterStreamResponseSchema = z.object({
   experimentId: Uuid,
   datasetId: Uuid,
-  datasetName: z.string(),
+  datasetName: text(),
   storageShape: StorageShape,
   /** false when the dataset already existed. */
   created: z.boolean(),
   /** Physical columns this call added. */
-  addedColumns: z.array(z.string()),
+  addedColumns: z.array(text()),
   channels: z.array(ChannelSchema),
 });
 export type RegisterStreamResponse = z.infer<typeof RegisterStreamResponseSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, TimestampOut, Uuid } from './common.ts';
+import { Timestamp, TimestampOut, Uuid, text, jsonObject } from './common.ts';
 
 /** POST /api/datasets/events: annotations on a dataset's timeline at absolute times. */
 export const CreateEventsRequestSchema = z.object({
@@ -10,9 +10,9 @@ export const CreateEventsRequestSchema = z.object({
       z.object({
         timestamp: Timestamp,
         /** e.g. `LINK_LOSS` (written by the edge agent), `NOTE`, `TAKEOFF`. */
-        kind: z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, _ . -'),
-        message: z.string().max(4000).default(''),
-        data: z.record(z.string(), z.unknown()).default({}),
+        kind: text().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, _ . -'),
+        message: text().max(4000).default(''),
+        data: jsonObject().default({}),
       }),
     )
     .min(1)
@@ -24,9 +24,9 @@ export const EventSchema = z.object({
   id: Uuid,
   datasetId: Uuid,
   timestamp: TimestampOut,
-  kind: z.string(),
-  message: z.string(),
-  data: z.record(z.string(), z.unknown()),
+  kind: text(),
+  message: text(),
+  data: jsonObject(),
   createdAt: TimestampOut,
 });
 export type TimelineEvent = z.infer<typeof EventSchema>;
@@ -36,5 +36,5 @@ export const CreateEventsResponseSchema = z.object({ events: z.array(EventSchema
 export const ListEventsQuerySchema = z.object({
   datasetId: Uuid,
   experimentId: Uuid.optional(),
-  kind: z.string().optional(),
+  kind: text().optional(),
 });

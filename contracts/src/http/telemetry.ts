@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.ts';
+import { Timestamp, Uuid, text } from './common.ts';
 
-export const AppendValue = z.union([z.number(), z.string(), z.boolean(), z.null()]);
+export const AppendValue = z.union([z.number(), text(), z.boolean(), z.null()]);
 
 /**
  * POST /api/datasets/append (wide datasets). Each row has a timestamp and values keyed by `ch_N` or
@@ -14,7 +14,7 @@ export const AppendRequestSchema = z.object({
     .array(
       z.object({
         timestamp: Timestamp,
-        values: z.record(z.string(), AppendValue),
+        values: z.record(text(), AppendValue),
       }),
     )
     .min(1)
@@ -29,6 +29,6 @@ export const AppendResponseSchema = z.object({
    * Keys that addressed nothing and were skipped: channel UUIDs. The spec keeps such requests
    * successful; this list makes the trap visible.
    */
-  ignoredKeys: z.array(z.string()),
+  ignoredKeys: z.array(text()),
 });
 export type AppendResponse = z.infer<typeof AppendResponseSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TimestampOut } from './common.ts';
+import { TimestampOut, text, jsonObject } from './common.ts';
 
 /**
  * Command templates: an addition to the spec. A command's `templateKey` names one; its `argsSchema`,
@@ -27,23 +27,22 @@ import { TimestampOut } from './common.ts';
 
 export const COMMAND_TEMPLATE_KEY_MAX = 64;
 
-export const CommandTemplateKey = z
-  .string()
+export const CommandTemplateKey = text()
   .min(1, `must be 1 to ${COMMAND_TEMPLATE_KEY_MAX} characters`)
   .max(COMMAND_TEMPLATE_KEY_MAX, `must be 1 to ${COMMAND_TEMPLATE_KEY_MAX} characters`)
   // `*`, not `+`: an empty key is already reported once, by min(1).
   .regex(/^[A-Za-z0-9_.:-]*$/, 'may contain only letters, digits, "_", ".", ":" and "-"');
 
 /** A JSON object; whether it is an acceptable schema is decided by the server (see above). */
-export const ArgsJsonSchema = z.record(z.string(), z.unknown(), { error: 'must be a JSON Schema object' });
+export const ArgsJsonSchema = jsonObject({ error: 'must be a JSON Schema object' });
 
-const TemplateDescription = z.string().max(4000);
-const TemplateCategory = z.string().max(120);
+const TemplateDescription = text().max(4000);
+const TemplateCategory = text().max(120);
 
 export const CommandTemplateSchema = z.object({
   key: CommandTemplateKey,
-  description: z.string(),
-  category: z.string(),
+  description: text(),
+  category: text(),
   /** Informational for clients (e.g. ask for confirmation before dispatch). */
   destructive: z.boolean(),
   /** Null when `args` is free-form. */

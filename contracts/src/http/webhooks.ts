@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TimestampOut, Uuid } from './common.ts';
+import { TimestampOut, Uuid, text, jsonObject } from './common.ts';
 
 /**
  * Bounds of `overlapSeconds` on rotate. The spec leaves them open; 0 is its "immediate cutover", and
@@ -14,12 +14,12 @@ export const WEBHOOK_URL_MAX = 2048;
 /** The webhook endpoint record of the spec. `secret` is added only by create and rotate (see below). */
 export const WebhookEndpointSchema = z.object({
   id: Uuid,
-  label: z.string(),
+  label: text(),
   /** Normalised by the WHATWG URL parser (`URL.href`), the form the URL rules were checked on. */
-  url: z.string(),
+  url: text(),
   disabledAt: TimestampOut.nullable(),
   /** Set when the endpoint was auto-disabled after consecutive failed deliveries. */
-  disabledReason: z.string().nullable(),
+  disabledReason: text().nullable(),
   /** Non-null exactly while a previous secret is still accepted (deliveries then carry two signatures). */
   rotatingUntil: TimestampOut.nullable(),
   createdAt: TimestampOut,
@@ -29,14 +29,14 @@ export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
 
 /** A record together with a secret being shown for the first and only time. */
 export const WebhookEndpointWithSecretSchema = WebhookEndpointSchema.extend({
-  secret: z.string().startsWith('whsec_'),
+  secret: text().startsWith('whsec_'),
 });
 export type WebhookEndpointWithSecret = z.infer<typeof WebhookEndpointWithSecretSchema>;
 
 /** POST /api/webhooks/create (webhooks:write). The URL is also checked against the URL rules, with DNS. */
 export const CreateWebhookRequestSchema = z.object({
-  label: z.string().trim().min(1).max(WEBHOOK_LABEL_MAX),
-  url: z.string().min(1).max(WEBHOOK_URL_MAX),
+  label: text().trim().min(1).max(WEBHOOK_LABEL_MAX),
+  url: text().min(1).max(WEBHOOK_URL_MAX),
 });
 export type CreateWebhookRequest = z.infer<typeof CreateWebhookRequestSchema>;
 
@@ -87,18 +87,18 @@ export type ListDeliveriesQuery = z.infer<typeof ListDeliveriesQuerySchema>;
  * 2048 bytes of the receiver's body. `deliveryId` (an addition) is the X-Sortie-Delivery header sent.
  */
 export const DeliveryAttemptSchema = z.object({
-  id: z.string(),
+  id: text(),
   commandId: Uuid,
   endpointId: Uuid,
-  endpointUrl: z.string(),
-  eventType: z.string(),
+  endpointUrl: text(),
+  eventType: text(),
   attempt: z.number().int(),
   statusCode: z.number().int(),
-  response: z.string(),
-  error: z.string().nullable(),
+  response: text(),
+  error: text().nullable(),
   durationMs: z.number().int(),
   attemptedAt: TimestampOut,
-  deliveryId: z.string(),
+  deliveryId: text(),
 });
 export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 export const ListDeliveriesResponseSchema = z.array(DeliveryAttemptSchema);
@@ -112,23 +112,23 @@ export const CommandDispatchedBodySchema = z.object({
     datasetId: Uuid,
     experimentId: Uuid,
     organizationId: Uuid,
-    commandText: z.string(),
-    description: z.string(),
-    templateKey: z.string(),
-    category: z.string(),
-    args: z.record(z.string(), z.unknown()),
+    commandText: text(),
+    description: text(),
+    templateKey: text(),
+    category: text(),
+    args: jsonObject(),
     /** From the command template when the command was logged; false without a template. */
     destructive: z.boolean(),
     relTime: z.number(),
     issuedAt: TimestampOut,
     /** Empty name and email for a command logged through an API key; `apiKeyId` (an addition) names the key. */
-    issuedBy: z.object({ name: z.string(), email: z.string(), apiKeyId: z.string().nullable() }),
+    issuedBy: z.object({ name: text(), email: text(), apiKeyId: text().nullable() }),
     /** The create request's clientToken; empty when none was given. */
-    clientToken: z.string(),
+    clientToken: text(),
   }),
   ack: z.object({
-    url: z.string(),
-    token: z.string().startsWith('cak_'),
+    url: text(),
+    token: text().startsWith('cak_'),
     deadline: TimestampOut,
   }),
   arming: z.object({ expiresAt: TimestampOut }),
@@ -138,10 +138,10 @@ export type CommandDispatchedBody = z.infer<typeof CommandDispatchedBodySchema>;
 /** GET /api/notifications: messages for the key's user (owners get auto-disable notices). */
 export const NotificationSchema = z.object({
   id: Uuid,
-  kind: z.string(),
-  subject: z.string(),
-  message: z.string(),
-  data: z.record(z.string(), z.unknown()),
+  kind: text(),
+  subject: text(),
+  message: text(),
+  data: jsonObject(),
   createdAt: TimestampOut,
 });
 export type Notification = z.infer<typeof NotificationSchema>;
