@@ -1,8 +1,8 @@
 import type { RegisterStreamRequest, RegisterStreamResponse } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
-import { conflict } from '../http/api-error.ts';
+import { ApiError, conflict } from '../http/api-error.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireExperiment, toChannel } from './queries.ts';
-import { addWideColumns, columnName, createWideTable, physicalTypeOf, wideTableName } from './wide-table.ts';
+import { addWideColumns, columnName, createWideTable, MAX_WIDE_CHANNELS, physicalTypeOf, wideTableName } from './wide-table.ts';
 
 /**
  * POST /api/streams/register. Idempotent on (experiment, dataset name). For wide datasets every
@@ -64,6 +64,14 @@ export async function registerStream(ctx: AppContext, organizationId: string, bo
     let nextIndex = nextColumnIndex(existing);
     const added: Array<{ name: string; type: string }> = [];
     const now = ctx.clock.now();
+
+    // PostgreSQL's limit is per table and counts every column ever added, so check before any DDL.
+    const physical = existing.filter((c) => c.physical_type).length;
+    const wanted = (body.channels ?? []).filter((declared) => !byName.get(declared.name)?.physical_type).length;
+    if (physical + wanted > MAX_WIDE_CHANNELS) {
+      const message = `dataset "${body.datasetName}" has ${physical} channel columns and this call adds ${wanted}: a wide dataset holds at most ${MAX_WIDE_CHANNELS} (PostgreSQL allows ${MAX_WIDE_CHANNELS + 1} columns per table, one of them time)`;
+      throw new ApiError('conflict', message, { details: [{ field: 'channels', message: `at most ${MAX_WIDE_CHANNELS} channels per wide dataset` }] });
+    }
 
     for (const declared of body.channels ?? []) {
       const known = byName.get(declared.name);

@@ -31,6 +31,9 @@ export function wideTableName(datasetId: string): string {
   return `wide_${datasetId.replaceAll('-', '')}`;
 }
 
+/** Channels one wide table can hold: PostgreSQL's 1,600 columns per table, less the time column. */
+export const MAX_WIDE_CHANNELS = 1599;
+
 export function columnName(index: number): string {
   return `ch_${index}`;
 }
