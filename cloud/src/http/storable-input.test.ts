@@ -71,6 +71,7 @@ describe('free-form JSON', () => {
 describe('timestamps', () => {
   it('year 0 is 400 on every route that takes a timestamp, with one message', async () => {
     await expectRefused('/api/datasets/events', { experimentId, datasetId, events: [{ timestamp: '0000-01-01T00:00:00Z', kind: 'NOTE' }] }, 'events[0].timestamp');
+    await expectRefused('/api/datasets/append', { experimentId, datasetId, rows: [{ timestamp: '2300-01-01T00:00:00Z', values: { note: 'x' } }] }, 'rows[0].timestamp');
     const ack = await t.call('POST', '/api/commands/ack', {
       body: { commandId: '0194d8a4-6b1e-7c3a-8f00-000000000001', state: 'acked', vehicleTime: '0000-01-01T00:00:00Z' },
     });

@@ -67,17 +67,25 @@ export function jsonObject(options?: { error?: string }) {
   });
 }
 
-/** Seconds whose microseconds stay below 2^53, so a time is an exact double of µs (years 1685 to 2255). */
-const MAX_SAFE_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000);
+/**
+ * The largest |seconds since 1970| of a supported instant: with a whole second of sub-second digits on
+ * top, its microseconds still stay below 2^53, so every route stores and compares it as an exact double
+ * (years 1685 to 2255). HTTP timestamps (below) and gRPC ones (the cloud's wide decoder) share it.
+ */
+export const MAX_TIMESTAMP_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000) - 1;
+export const TIMESTAMP_RANGE_MESSAGE = 'is outside the supported range (years 1685 to 2255)';
+
+/** Whether an ISO 8601 string's instant is in the supported range; a string that is no timestamp at all is left to the format check. */
+function inSupportedRange(value: string): boolean {
+  const ms = Date.parse(value);
+  // Whole seconds, floored as a protobuf Timestamp splits them (the sub-second part is never negative).
+  return Number.isNaN(ms) || Math.abs(Math.floor(ms / 1000)) <= MAX_TIMESTAMP_SECONDS;
+}
 
 /** ISO 8601 timestamp with `Z` or an offset, within the years every route can store (1685 to 2255); the service always answers in UTC with `Z`. */
 export const Timestamp = z.iso
   .datetime({ offset: true, error: 'must be an ISO 8601 timestamp' })
-  .refine(
-    // A string that is not a timestamp at all is reported by the format check alone.
-    (value) => Number.isNaN(Date.parse(value)) || Math.abs(Date.parse(value) / 1000) <= MAX_SAFE_SECONDS,
-    { error: 'is outside the supported range (years 1685 to 2255)' },
-  );
+  .refine(inSupportedRange, { error: TIMESTAMP_RANGE_MESSAGE });
 
 /** A timestamp as the service writes it (always UTC). */
 export const TimestampOut = text();

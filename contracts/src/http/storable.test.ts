@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CreateEventsRequestSchema } from './events.ts';
-import { isStorableText, jsonObject, jsonProblem, MAX_JSON_DEPTH, Timestamp } from './common.ts';
+import { isStorableText, jsonObject, jsonProblem, MAX_JSON_DEPTH, MAX_TIMESTAMP_SECONDS, Timestamp } from './common.ts';
 import { zodIssuesToDetails } from '../errors.ts';
 
 /** `depth` objects nested in each other, built without recursion. */
@@ -54,6 +54,13 @@ describe('Timestamp', () => {
       expect(parsed.success).toBe(false);
       expect(parsed.error!.issues.map((i) => i.message)).toEqual(['is outside the supported range (years 1685 to 2255)']);
     }
+  });
+
+  it('ends at the same second as the gRPC path (MAX_TIMESTAMP_SECONDS), whatever the sub-second digits', () => {
+    const last = new Date(MAX_TIMESTAMP_SECONDS * 1000).toISOString().replace('.000Z', '.999999Z');
+    const next = new Date((MAX_TIMESTAMP_SECONDS + 1) * 1000).toISOString();
+    expect(Timestamp.safeParse(last).success).toBe(true);
+    expect(Timestamp.safeParse(next).success).toBe(false);
   });
 
   it('reports a malformed timestamp once, as a format error', () => {

@@ -1,4 +1,4 @@
-import type { TelemetryPoint } from '@sortie/contracts';
+import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_RANGE_MESSAGE, type TelemetryPoint } from '@sortie/contracts';
 import type { ChannelRow } from '../../db/schema.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { ACCEPTED_CASES, isNumericColumn, type PointValueCase } from './point-values.ts';
@@ -362,9 +362,6 @@ function invalid(locate: Locate, at: number, message: string): ApiError {
   return new ApiError('invalid_request', `${locate(at)}: ${message}`);
 }
 
-/** Seconds whose microseconds stay below 2^53, so times are exact doubles (years 1685 to 2255). */
-const MAX_SAFE_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1e6) - 1;
-
 /**
  * µs since the epoch of a protobuf Timestamp. PostgreSQL keeps microseconds, so nanoseconds below a
  * microsecond are dropped (floored): points less than 1 µs apart share a row.
@@ -372,7 +369,7 @@ const MAX_SAFE_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1e6) - 1;
 export function timestampMicros(seconds: bigint | number | undefined, nanos: number | undefined, locate: Locate, at: number): number {
   if (seconds === undefined || nanos === undefined) throw invalid(locate, at, 'timestamp is required');
   const s = Number(seconds);
-  if (!(Math.abs(s) <= MAX_SAFE_SECONDS)) throw invalid(locate, at, 'timestamp is outside the supported range (years 1685 to 2255)');
+  if (!(Math.abs(s) <= MAX_TIMESTAMP_SECONDS)) throw invalid(locate, at, `timestamp ${TIMESTAMP_RANGE_MESSAGE}`);
   if (!(nanos >= 0 && nanos <= 999_999_999)) throw invalid(locate, at, 'timestamp nanos must be within 0..999999999');
   return s * 1_000_000 + Math.floor(nanos / 1000);
 }
