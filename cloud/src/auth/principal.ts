@@ -1,9 +1,6 @@
-import type { Scope } from '@sortie/contracts';
+import { API_KEY_HEADER, type Scope } from '@sortie/contracts';
 import { ApiError } from '../http/api-error.ts';
 import type { KeyCheck } from './api-keys.ts';
-
-/** The HTTP header, and the gRPC metadata entry, that carries the API key. */
-export const API_KEY_HEADER = 'x-api-key';
 
 /** Who is calling, established by the API key, on either protocol. Every query is scoped by `organizationId`. */
 export interface Principal {

@@ -1,9 +1,9 @@
-import type { Scope } from '@sortie/contracts';
+import { API_KEY_HEADER, type Scope } from '@sortie/contracts';
 import { createMiddleware } from 'hono/factory';
 import type { AppContext } from '../platform/context.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { checkApiKey } from './api-keys.ts';
-import { admit, API_KEY_HEADER, principalFrom, type Principal } from './principal.ts';
+import { admit, principalFrom, type Principal } from './principal.ts';
 
 /**
  * The hono variables this middleware adds. Hono carries a middleware's env into the handlers after

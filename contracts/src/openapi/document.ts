@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
+import { API_KEY_HEADER } from '../tokens/api-key.ts';
 import { API_ROUTES, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ApiRoute } from './routes.ts';
 
 /** A JSON Schema (2020-12) object as it appears in the document. */
@@ -200,7 +201,7 @@ function buildComponents(): OpenApiDocument['components'] {
       [API_KEY_SCHEME]: {
         type: 'apiKey',
         in: 'header',
-        name: 'x-api-key',
+        name: API_KEY_HEADER,
         description: 'An `sk_` API key (admin CLI `create-key`). Each operation lists the scope it needs.',
       },
       [ACK_TOKEN_SCHEME]: {

@@ -2,6 +2,8 @@ import { sha256Hex } from './random.ts';
 import { tokenFormat } from './token-format.ts';
 
 export const API_KEY_PREFIX = 'sk_';
+/** The HTTP header, and the gRPC metadata entry, that carries an API key. */
+export const API_KEY_HEADER = 'x-api-key';
 const API_KEY = tokenFormat(API_KEY_PREFIX, 32);
 
 /** A fresh API key: `sk_` + 43 base64url characters (256 random bits). Shown once, never stored. */

@@ -82,6 +82,7 @@ describe('barrel', () => {
     expect(Object.keys(barrel).sort()).toEqual(
       [
         'ACK_TOKEN_PREFIX',
+        'API_KEY_HEADER',
         'API_KEY_PREFIX',
         'WEBHOOK_SECRET_PREFIX',
         'generateAckToken',

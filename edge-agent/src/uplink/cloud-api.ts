@@ -4,6 +4,7 @@
 // cloud validates with: requests are typed by them, answers parsed by them.
 import { Code, ConnectError } from '@connectrpc/connect';
 import {
+  API_KEY_HEADER,
   CreateEventsResponseSchema,
   ErrorEnvelopeSchema,
   EventSchema,
@@ -12,8 +13,6 @@ import {
 } from '@sortie/contracts';
 import type { CreateEventsRequestSchema, RegisterStreamRequestSchema, TimelineEvent } from '@sortie/contracts';
 import { z } from 'zod';
-
-export const API_KEY_HEADER = 'x-api-key';
 
 /**
  * One annotation as POST /api/datasets/events takes it. The parsed shape (message and data present)
