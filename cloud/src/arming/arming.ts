@@ -2,7 +2,6 @@ import type { ArmingRecord } from '@sortie/contracts';
 import type { ArmingRow } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 
-
 export function readArming(db: Executor, datasetId: string): Promise<ArmingRow | undefined> {
   return db.selectFrom('armings').selectAll().where('dataset_id', '=', datasetId).executeTakeFirst();
 }

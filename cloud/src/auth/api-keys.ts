@@ -3,7 +3,6 @@ import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { Executor } from '../db/executor.ts';
 import { organizationExists } from './organizations.ts';
 
-
 export class KeyIssueError extends Error {
   override name = 'KeyIssueError';
   readonly code: 'invalid_request' | 'forbidden' | 'not_found';

@@ -1,7 +1,6 @@
 import type { UserRole } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 
-
 /** A new organization comes with its first owner, so somebody can always hold webhook scopes. */
 export async function createOrganization(db: Executor, name: string): Promise<{ organizationId: string; ownerUserId: string }> {
   const organizationId = crypto.randomUUID();

@@ -1,7 +1,6 @@
 import { generateAckToken, hashAckToken } from '@sortie/contracts';
 import type { Executor } from '../db/executor.ts';
 
-
 /**
  * Mint a one-time ack token for a command, valid until its ack deadline. Each delivery carries its own;
  * only the hash is stored, so the token exists nowhere but in that delivery body.

@@ -1,6 +1,5 @@
 import type { Executor } from '../db/executor.ts';
 
-
 /** The deployment switch dispatch reads on every call. Off until an operator turns it on. */
 export const COMMAND_WEBHOOKS = 'command_webhooks_enabled';
 

@@ -4,7 +4,6 @@ import { notFound } from '../http/api-error.ts';
 import { columnName } from './wide-table.ts';
 import type { Executor } from '../db/executor.ts';
 
-
 /**
  * The dataset, if it belongs to the caller's organization (and to the named experiment, when given).
  * Anything else is 404: another organization's dataset must look exactly like a missing one.

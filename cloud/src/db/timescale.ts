@@ -23,7 +23,6 @@ import type { Executor } from './executor.ts';
  * wrong position; timescale.test.ts parses every statement and checks the names against the API.
  */
 
-
 /**
  * 2.13 introduced the generalized `create_hypertable(relation, dimension => by_range(...))`; upserts
  * (`on conflict do update`, the wide writer's merge path) into compressed chunks arrived in 2.11.

@@ -6,7 +6,6 @@ import type { Executor } from '../db/executor.ts';
 
 /** The delivery outbox (`delivery_jobs`): the truth the queues are driven from. */
 
-
 /**
  * Record that the queue holds these jobs, so the relay leaves them alone. Rows locked right now are
  * skipped, not waited for: the lock is a worker's lease, which sets published_at itself. Waiting instead

@@ -1,6 +1,5 @@
 import type { Executor } from '../db/executor.ts';
 
-
 export interface NewNotification {
   kind: string;
   subject: string;

@@ -2,7 +2,6 @@ import type { CommandTemplate } from '@sortie/contracts';
 import type { CommandTemplateRow } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 
-
 export function toCommandTemplate(row: CommandTemplateRow): CommandTemplate {
   return {
     key: row.key,

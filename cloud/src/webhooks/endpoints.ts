@@ -9,7 +9,6 @@ import type { Executor } from '../db/executor.ts';
  * associated data; only create and rotate ever see a plaintext leave this module towards a client.
  */
 
-
 /** The spec's record. `rotatingUntil` is shown only while the window is open: after it, one secret is live. */
 export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoint {
   return {

@@ -6,13 +6,9 @@ import { readFileSync } from 'node:fs';
 import { FIXTURE_DIR } from '@sortie/contracts/testing';
 import { join } from 'node:path';
 import { MavLinkProtocolV1, MavLinkProtocolV2 } from 'node-mavlink';
-import { MavlinkFramer } from '@sortie/contracts/mavlink';
-import type { MavlinkFrame } from '@sortie/contracts/mavlink';
-import { TlogWalker } from '@sortie/contracts/mavlink';
+import { crcExtraOf, type MavlinkFrame, MavlinkFramer, messageClassOf, TlogWalker } from '@sortie/contracts/mavlink';
 import { decodeFrame, frameTime, visitFrame } from './decode.ts';
 import type { SampleValue } from './decode.ts';
-import { crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
-
 
 const MIN_SECONDS = Number(process.env['BENCH_SECONDS'] ?? 1.5);
 const tlog = new Uint8Array(readFileSync(join(FIXTURE_DIR, 'arduplane-sitl-vtol.tlog')));

@@ -4,14 +4,9 @@ import { join } from 'node:path';
 import { MavLinkPacketSplitter, MavLinkProtocolV1, MavLinkProtocolV2 } from 'node-mavlink';
 import type { MavLinkData } from 'node-mavlink';
 import { describe, expect, it } from 'vitest';
-import { MavlinkFramer } from '@sortie/contracts/mavlink';
-import type { MavlinkFrame } from '@sortie/contracts/mavlink';
-import { parseSignalName } from '@sortie/contracts/mavlink';
-import { TlogWalker } from '@sortie/contracts/mavlink';
+import { crcExtraOf, MAVLINK_REGISTRY, type MavlinkFrame, MavlinkFramer, messageClassOf, parseSignalName, TlogWalker } from '@sortie/contracts/mavlink';
 import { decodeFrame, frameTime, messageLayoutOf, visitFrame } from './decode.ts';
 import type { DecodedSample } from './decode.ts';
-import { MAVLINK_REGISTRY, crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
-
 
 const read = (name: string) => new Uint8Array(readFileSync(join(FIXTURE_DIR, name)));
 

@@ -4,10 +4,7 @@
 // name) is compiled once into a flat reader list with its signal names interned, and frames are read
 // through one DataView over a reused scratch buffer. Values match `protocol.data()` (tested).
 
-import { signalName, unknownSignalName } from '@sortie/contracts/mavlink';
-import type { MavlinkFrame } from '@sortie/contracts/mavlink';
-import { MAVLINK_REGISTRY } from '@sortie/contracts/mavlink';
-import type { MessageClass } from '@sortie/contracts/mavlink';
+import { MAVLINK_REGISTRY, type MavlinkFrame, type MessageClass, signalName, unknownSignalName } from '@sortie/contracts/mavlink';
 
 export type SampleValue = number | bigint | string | Uint8Array;
 

@@ -2,10 +2,9 @@
 
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { TelemetryPointSchema } from '@sortie/contracts';
-import { MavlinkFramer, TlogWalker, type MavlinkFrame } from '@sortie/contracts/mavlink';
+import { crcExtraOf, type MavlinkFrame, MavlinkFramer, TlogWalker } from '@sortie/contracts/mavlink';
 import { readFixture } from '@sortie/contracts/testing';
 import { frameTime } from './decode.ts';
-import { crcExtraOf } from '@sortie/contracts/mavlink';
 
 export type PointInit = MessageInitShape<typeof TelemetryPointSchema>;
 

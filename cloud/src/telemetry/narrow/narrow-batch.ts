@@ -1,7 +1,6 @@
-import { parseSingleFrame, type SingleFrameResult } from '@sortie/contracts/mavlink';
+import { crcExtraOf, parseSingleFrame, type SingleFrameResult } from '@sortie/contracts/mavlink';
 import { ApiError } from '../../http/api-error.ts';
 import { frameTime, visitFrame, type SampleValue } from './decode.ts';
-import { crcExtraOf } from '@sortie/contracts/mavlink';
 
 /**
  * Frames of a mavlink-raw-v1 stream, decoded into narrow rows in column form and waiting for one bulk

@@ -1,5 +1,4 @@
-import { parseSignalName } from '@sortie/contracts/mavlink';
-import { MAVLINK_REGISTRY, type MessageClass } from '@sortie/contracts/mavlink';
+import { MAVLINK_REGISTRY, type MessageClass, parseSignalName } from '@sortie/contracts/mavlink';
 
 /** Which value column of narrow_samples holds a signal. */
 export type ValueKind = 'double' | 'text' | 'bytes';
