@@ -61,7 +61,8 @@ export function jsonProblem(value: unknown): { path: (string | number)[]; messag
 
 /** A free-form JSON object (command args, event data, ack payloads): any shape, within what jsonb can hold. */
 export function jsonObject(options?: { error?: string }) {
-  return z.record(text(), z.unknown(), options).superRefine((value, ctx) => {
+  // Keys at every depth, the top one included, are checked by the one walk below (one rule, one message).
+  return z.record(z.string(), z.unknown(), options).superRefine((value, ctx) => {
     const problem = jsonProblem(value);
     if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
   });

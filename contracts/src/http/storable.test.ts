@@ -25,6 +25,10 @@ describe('free-form JSON objects', () => {
     expect(jsonProblem({ a: { b: 'x\u0000' } })?.path).toEqual(['a', 'b']);
     expect(jsonProblem({ a: ['\ud800'] })?.path).toEqual(['a', 0]);
     expect(jsonProblem({ a: [1, { b: null }], c: 'fine' })).toBeUndefined();
+    // A top-level key gets the same check and message as a nested one.
+    expect(jsonObject().safeParse({ 'a\u0000': 1 }).error!.issues.map((i) => [i.path, i.message])).toEqual([
+      [['a\u0000'], 'key must not contain NUL (U+0000) or an unpaired UTF-16 surrogate'],
+    ]);
   });
 
   it('refuses nesting past the bound without overflowing on 10,000 levels', () => {
