@@ -10,8 +10,13 @@ export const ERROR_STATUS = {
   insufficient_scope: 403,
   forbidden: 403,
   not_found: 404,
+  // Additions to the spec's table, for what Node's HTTP parser refuses before any route runs: neither is
+  // a malformed field (invalid_request) nor a large body (payload_too_large), and a client retries a
+  // timeout but must shrink its headers.
+  request_timeout: 408,
   conflict: 409,
   payload_too_large: 413,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
 } as const;

@@ -1,15 +1,16 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { compressionGzip, connectNodeAdapter } from '@connectrpc/connect-node';
-import { API_KEY_HEADER, TelemetryService, type Scope } from '@sortie/contracts';
+import { TelemetryService } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
-import { REQUEST_ID_HEADER, requestIdFrom } from '../http/request-id.ts';
 import { KeyCache } from '../auth/key-cache.ts';
-import { principalKey, requestIdKey } from './rpc/context.ts';
+import { answerParserErrors } from '../http/client-error.ts';
+import { REQUEST_ID_HEADER, requestIdFrom } from '../http/request-id.ts';
 import type { GrpcDeps } from './rpc/deps.ts';
-import { toConnectError } from './rpc/errors.ts';
+import { ERROR_CODE_TRAILER } from './rpc/errors.ts';
+import { telemetryRequestGate } from './rpc/gate.ts';
 import { grpcPortCloser } from './graceful-close.ts';
 import { createH2cListener } from './h2c-listener.ts';
 import { isJsonContentType, LazyTelemetryService } from './rpc/lazy-schema.ts';
@@ -17,13 +18,6 @@ import { GRPC_LIMITS } from './rpc/limits.ts';
 import { queryHandler } from './routes/query.ts';
 import { streamSubmitHandler } from './routes/stream-submit.ts';
 import { submitHandler } from './routes/submit.ts';
-
-/** The scope each RPC needs, by the method's local name. */
-const SCOPE_OF: Record<string, Scope> = {
-  submit: 'telemetry:write',
-  streamSubmit: 'telemetry:write',
-  query: 'telemetry:read',
-};
 
 export interface GrpcServer {
   readonly port: number;
@@ -52,14 +46,21 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
     acceptCompression: [compressionGzip],
     shutdownSignal: shutdown.signal,
     // Authenticate from the headers alone, before a single request byte is read or parsed.
-    requestGate: (context: HandlerContext) => authenticate(deps, context),
+    requestGate: telemetryRequestGate(deps),
   };
   const impl = { submit: submitHandler(deps), streamSubmit: streamSubmitHandler(deps), query: queryHandler(deps) };
   // Binary requests leave point payloads encoded for the fast decoder; JSON ones are decoded as generated.
-  const binary = connectNodeAdapter({ ...options, routes: (router) => router.service(LazyTelemetryService, impl as never) });
-  const json = connectNodeAdapter({ ...options, routes: (router) => router.service(TelemetryService, impl) });
-  const handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) =>
+  const binary = connectNodeAdapter({ ...options, fallback: noSuchRpc as never, routes: (router) => router.service(LazyTelemetryService, impl as never) });
+  const json = connectNodeAdapter({ ...options, fallback: noSuchRpc as never, routes: (router) => router.service(TelemetryService, impl) });
+  const handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => {
+    // Every answer carries the request id, also those Connect gives before a call starts (an unknown
+    // path, a wrong method or content type); the request gate reads the same id from the request.
+    const sent = req.headers['x-request-id'];
+    const requestId = requestIdFrom(Array.isArray(sent) ? sent[0] : sent);
+    req.headers['x-request-id'] = requestId;
+    res.setHeader(REQUEST_ID_HEADER, requestId);
     (isJsonContentType(req.headers['content-type']) ? json : binary)(req as never, res as never);
+  };
 
   const h2 = http2.createServer(
     {
@@ -72,7 +73,12 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
     },
     handler,
   );
-  const h1 = http.createServer({ maxHeaderSize: GRPC_LIMITS.maxHeaderListSize }, handler);
+  const h1 = http.createServer({ maxHeaderSize: GRPC_LIMITS.maxHeaderListSize }, (req, res) => {
+    closeIfAnsweredEarly(req, res);
+    handler(req, res);
+  });
+  // Node's own timeouts stay: a Connect stream over HTTP/1.1 may outlast any fixed request deadline.
+  answerParserErrors(h1, ctx.logger);
   const { server, sockets } = createH2cListener(h2, h1);
   const closer = grpcPortCloser({ server, sockets, h2, h1 });
   const { host, port } = ctx.config.grpc;
@@ -104,16 +110,25 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
   };
 }
 
-/** The request id goes out as a response header, which gRPC sends on errors too. */
-async function authenticate({ ctx, keys }: GrpcDeps, context: HandlerContext): Promise<void> {
-  const requestId = requestIdFrom(context.requestHeader.get(REQUEST_ID_HEADER));
-  context.values.set(requestIdKey, requestId);
-  context.responseHeader.set(REQUEST_ID_HEADER, requestId);
-  const scope = SCOPE_OF[context.method.localName];
-  try {
-    if (!scope) throw new ConnectError(`no scope is defined for ${context.method.name}`, Code.Unimplemented);
-    context.values.set(principalKey, await keys.authenticate(context.requestHeader.get(API_KEY_HEADER), scope));
-  } catch (error) {
-    throw toConnectError(error, { logger: ctx.logger, requestId });
-  }
+/**
+ * A call answered before its request body was read to the end (a stream that fails at its first
+ * message, with more behind it) leaves the rest of the body on the connection, and Node then never
+ * reads the next request of that keep-alive connection: the client's next call waits until the idle
+ * timeout resets it. Such an answer closes the connection instead (`Connection: close`).
+ */
+function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+    if (!req.complete) res.shouldKeepAlive = false;
+    return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+}
+
+/** A path that names no RPC of the service: 404 in the spec's envelope, as on the HTTP port. */
+function noSuchRpc(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void {
+  const requestId = String(req.headers['x-request-id']);
+  const body = JSON.stringify({ error: { code: 'not_found', message: `no RPC at ${String(req.url).slice(0, 200)}`, details: [], request_id: requestId } });
+  res.setHeader(ERROR_CODE_TRAILER, 'not_found');
+  (res as http.ServerResponse).writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
 }

@@ -47,6 +47,18 @@ export const EnvSchema = z.object({
   SORTIE_GRPC_HOST: z.string().default('127.0.0.1'),
   /** Largest accepted HTTP request body in bytes; larger gives 413 payload_too_large. */
   SORTIE_HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  /**
+   * Time a client has to send the request line and headers (408 request_timeout after it): short, so
+   * a connection that trickles headers (slowloris) cannot hold a socket for long.
+   */
+  SORTIE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(20_000),
+  /** Time a client has to send the whole request, body included: a 4 MiB body at about 35 kB/s. 408 after it. */
+  SORTIE_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
+  /**
+   * How long an idle keep-alive connection stays open. Longer than the 60 s idle timeout of common load
+   * balancers, so the proxy closes first and never sends a request onto a connection being closed here.
+   */
+  SORTIE_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(65_000),
   /** pino level: trace, debug, info, warn, error, fatal, silent. */
   SORTIE_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** The address receivers use to reach the ack endpoint (goes into ack.url of every delivery). */
@@ -98,7 +110,7 @@ export interface Config {
   dataDir: string;
   natsUrl: string | undefined;
   natsNamespace: string;
-  http: { host: string; port: number; bodyLimit: number };
+  http: { host: string; port: number; bodyLimit: number; timeouts: HttpTimeouts };
   grpc: { host: string; port: number; keyCacheSeconds: number };
   logLevel: Env['SORTIE_LOG_LEVEL'];
   publicUrl: string;
@@ -107,6 +119,13 @@ export interface Config {
   delivery: { concurrency: number };
   smtp: { url: string | undefined; from: string };
   shutdownGraceMs: number;
+}
+
+/** The HTTP server's own clocks (Node's headersTimeout, requestTimeout, keepAliveTimeout). */
+export interface HttpTimeouts {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
 }
 
 export class ConfigError extends Error {
@@ -120,12 +139,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.SORTIE_HTTP_HEADERS_TIMEOUT_MS > e.SORTIE_HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration:\n  SORTIE_HTTP_HEADERS_TIMEOUT_MS: must not exceed SORTIE_HTTP_REQUEST_TIMEOUT_MS');
+  }
   return {
     databaseUrl: e.SORTIE_DATABASE_URL,
     dataDir: e.SORTIE_DATA_DIR,
     natsUrl: e.SORTIE_NATS_URL,
     natsNamespace: e.SORTIE_NATS_NAMESPACE,
-    http: { host: e.SORTIE_HTTP_HOST, port: e.SORTIE_HTTP_PORT, bodyLimit: e.SORTIE_HTTP_BODY_LIMIT },
+    http: {
+      host: e.SORTIE_HTTP_HOST,
+      port: e.SORTIE_HTTP_PORT,
+      bodyLimit: e.SORTIE_HTTP_BODY_LIMIT,
+      timeouts: { headersMs: e.SORTIE_HTTP_HEADERS_TIMEOUT_MS, requestMs: e.SORTIE_HTTP_REQUEST_TIMEOUT_MS, keepAliveMs: e.SORTIE_HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    },
     grpc: { host: e.SORTIE_GRPC_HOST, port: e.SORTIE_GRPC_PORT, keyCacheSeconds: e.SORTIE_GRPC_KEY_CACHE_SECONDS },
     logLevel: e.SORTIE_LOG_LEVEL,
     publicUrl: (e.SORTIE_PUBLIC_URL ?? `http://localhost:${e.SORTIE_HTTP_PORT}`).replace(/\/+$/, ''),

@@ -79,6 +79,13 @@ describe('checkArgsSchema', () => {
     expect(details.find((d) => d.field.endsWith('required[0]'))?.message).toMatch(/"zz".*not listed in properties/);
   });
 
+  it('reads keyword names as data: constructor, __proto__ or toString get a message like any unknown keyword', () => {
+    const schema = JSON.parse('{"type":"object","constructor":{"prototype":{}},"__proto__":{"x":1},"toString":1,"properties":{"a":{"type":"string","hasOwnProperty":2}}}');
+    const details = checkArgsSchema(schema);
+    expect(details.map((d) => d.field).sort()).toEqual(['argsSchema.__proto__', 'argsSchema.constructor', 'argsSchema.properties.a.hasOwnProperty', 'argsSchema.toString']);
+    for (const detail of details) expect(typeof detail.message, detail.field).toBe('string');
+  });
+
   it('limits nesting depth', () => {
     const deep: Record<string, unknown> = { type: 'object' };
     let node = deep;

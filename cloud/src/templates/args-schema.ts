@@ -126,11 +126,12 @@ export function checkArgsSchema(schema: unknown, field = 'argsSchema'): ErrorDet
     for (const [key, value] of Object.entries(node)) {
       const at = join(path, key);
       if (key === 'type' || ANNOTATIONS.has(key) || (key === '$schema' && depth === 0)) continue;
-      if (key in REFUSED) {
+      // Own keys only: `constructor` or `__proto__` in a schema would otherwise find Object.prototype's.
+      if (Object.hasOwn(REFUSED, key)) {
         add(at, REFUSED[key]!);
         continue;
       }
-      const wants = TYPED_KEYWORDS[key];
+      const wants = Object.hasOwn(TYPED_KEYWORDS, key) ? TYPED_KEYWORDS[key] : undefined;
       if (wants) {
         if (fixed) {
           add(at, 'cannot be combined with enum or const');

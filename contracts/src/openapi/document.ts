@@ -104,6 +104,8 @@ const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   not_found: "no such resource in the caller's organization",
   conflict: "the resource's state does not allow this (see the message)",
   payload_too_large: 'the body exceeds SORTIE_HTTP_BODY_LIMIT',
+  request_timeout: 'the request (headers within SORTIE_HTTP_HEADERS_TIMEOUT_MS, all of it within SORTIE_HTTP_REQUEST_TIMEOUT_MS) did not arrive in time',
+  headers_too_large: 'the request line and headers exceed 16 KiB',
   rate_limited: 'too many attempts; wait for Retry-After seconds',
   internal_error: 'an unexpected fault; quote the request id when reporting it',
 };

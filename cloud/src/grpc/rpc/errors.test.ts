@@ -14,9 +14,11 @@ describe('gRPC status of each error code', () => {
       401: Code.Unauthenticated,
       403: Code.PermissionDenied,
       404: Code.NotFound,
+      408: Code.DeadlineExceeded,
       // Not ABORTED: the telemetry conflict (wrong storage shape) does not go away on a retry.
       409: Code.FailedPrecondition,
       413: Code.ResourceExhausted,
+      431: Code.ResourceExhausted,
       429: Code.ResourceExhausted,
       500: Code.Internal,
     };
