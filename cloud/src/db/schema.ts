@@ -298,6 +298,8 @@ export interface NarrowBootSessionsTable {
   agent_offset_us: number | null;
   first_received_us: number;
   last_received_us: number;
+  /** The boot clock rule's state, on the component's newest session (narrow/boot-sessions.ts ClockState). */
+  clock_state: unknown | null;
 }
 
 export interface Database {

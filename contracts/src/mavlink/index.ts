@@ -3,3 +3,4 @@ export * from './framer.ts';
 export * from './tlog.ts';
 export * from './signal-names.ts';
 export * from './dialect.ts';
+export * from './time-fields.ts';

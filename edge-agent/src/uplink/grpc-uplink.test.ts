@@ -215,7 +215,7 @@ describe('GrpcUplink', () => {
     expect(stored.map((e) => e.kind)).toEqual(['LINK_LOSS', 'LINK_REGAINED']);
     expect(stored[0]).toMatchObject({
       timestamp: isoFromUs(loss.lastFrameUs),
-      data: { key: linkEventKey(loss), sysid: 1, thresholdSeconds: 3, regainedAt: isoFromUs(regain.regainedAtUs), outageSeconds: 4.236 },
+      data: { key: linkEventKey(loss), clock: 'agent', sysid: 1, lastFrameAt: isoFromUs(loss.lastFrameUs), thresholdSeconds: 3, regainedAt: isoFromUs(regain.regainedAtUs), outageSeconds: 4.236 },
     });
     expect(stored[1]).toMatchObject({ data: { key: linkEventKey(regain), lossKey: linkEventKey(loss) } });
     expect(events.pending()).toEqual([]);

@@ -561,7 +561,9 @@ export function isoFromUs(us: number): string {
  */
 export function toAnnotation(queued: QueuedLinkEvent, pending: readonly QueuedLinkEvent[]): CloudEvent {
   const e = queued.event;
-  const common = { key: queued.key, source: 'edge-agent', sysid: e.sysid, lastFrameAt: isoFromUs(e.lastFrameUs) };
+  // Every time here is on the agent's clock (the clock frames' receive times are on); the cloud lists
+  // the annotation on the flight's aligned time and says so in its own data.
+  const common = { key: queued.key, source: 'edge-agent', clock: 'agent', sysid: e.sysid, lastFrameAt: isoFromUs(e.lastFrameUs) };
   if (e.type === 'LINK_LOSS') {
     const regained = pending.find((p) => p.event.type === 'LINK_REGAINED' && p.event.sysid === e.sysid && p.event.lastFrameUs === e.lastFrameUs);
     const regain =

@@ -4,6 +4,7 @@ import * as m0002 from './0002-commands.ts';
 import * as m0003 from './0003-telemetry-rollups.ts';
 import * as m0004 from './0004-delivery-engine.ts';
 import * as m0005 from './0005-narrow-telemetry.ts';
+import * as m0006 from './0006-narrow-boot-clock.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ export const migrations: Record<string, Migration> = {
   '0003-telemetry-rollups': m0003,
   '0004-delivery-engine': m0004,
   '0005-narrow-telemetry': m0005,
+  '0006-narrow-boot-clock': m0006,
 };
 
 export const migrationProvider: MigrationProvider = {

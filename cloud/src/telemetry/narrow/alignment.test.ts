@@ -18,6 +18,7 @@ function session(overrides: Partial<BootSession>): BootSession {
     agentOffsetUs: null,
     firstReceivedUs: 0,
     lastReceivedUs: 0,
+    clock: null,
     ...overrides,
   };
 }

@@ -42,12 +42,22 @@ export function alignedUs(source: TimeSource, rawUs: number, shift: SessionShift
   return rawUs + (source === 'boot' ? shift.bootShiftUs : shift.agentShiftUs);
 }
 
+/** Where an absolute time on the agent's clock lands on the aligned axis, and why. */
+export interface AgentTimeAlignment {
+  us: number;
+  shiftUs: number;
+  /** The boot session whose receive times it falls in (or nearest); null when the dataset has none with a clock. */
+  session: number | null;
+  /** What the aligned time is: the vehicle's GPS time, or the agent's clock (no GPS time in that session). */
+  clock: 'gps' | 'agent';
+}
+
 /**
  * An absolute time on the agent's clock (an annotation such as LINK_LOSS, stamped like the frames'
  * receive times) on the aligned axis: shifted like an `agent` row of the session whose receive-time
  * range holds it, else of the session nearest in receive time. Sessions with GPS time win ties.
  */
-export function alignAgentTime(us: number, sessions: readonly BootSession[]): number {
+export function alignAgentTimeDetail(us: number, sessions: readonly BootSession[]): AgentTimeAlignment {
   let best: BootSession | undefined;
   let bestDistance = Infinity;
   for (const s of sessions) {
@@ -59,5 +69,11 @@ export function alignAgentTime(us: number, sessions: readonly BootSession[]): nu
       bestDistance = distance;
     }
   }
-  return best ? us + sessionShift(best).agentShiftUs : us;
+  if (!best) return { us, shiftUs: 0, session: null, clock: 'agent' };
+  const shift = sessionShift(best);
+  return { us: us + shift.agentShiftUs, shiftUs: shift.agentShiftUs, session: best.session, clock: shift.basis === 'gps' ? 'gps' : 'agent' };
+}
+
+export function alignAgentTime(us: number, sessions: readonly BootSession[]): number {
+  return alignAgentTimeDetail(us, sessions).us;
 }

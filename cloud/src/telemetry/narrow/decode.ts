@@ -4,7 +4,9 @@
 // name) is compiled once into a flat reader list with its signal names interned, and frames are read
 // through one DataView over a reused scratch buffer. Values match `protocol.data()` (tested).
 
-import { MAVLINK_REGISTRY, type MavlinkFrame, type MessageClass, signalName, unknownSignalName } from '@sortie/contracts/mavlink';
+import { MAVLINK_REGISTRY, type MavlinkFrame, type MessageClass, messageClocks, signalName, UNIX_USEC_THRESHOLD, unknownSignalName } from '@sortie/contracts/mavlink';
+
+export { UNIX_USEC_THRESHOLD };
 
 export type SampleValue = number | bigint | string | Uint8Array;
 
@@ -82,7 +84,9 @@ export interface MessageLayout {
   readonly sampleCount: number;
   /** Samples a v1 frame of this message yields. */
   readonly baseSampleCount: number;
+  /** The message's sample clocks (contracts' time-field catalogue); event times such as HOME_POSITION.time_usec are not among them. */
   readonly timeBootMs: FieldReader | undefined;
+  readonly timeBootUs: FieldReader | undefined;
   readonly timeUsec: FieldReader | undefined;
   readonly timeUnixUsec: FieldReader | undefined;
 }
@@ -121,7 +125,8 @@ function compileLayout(clazz: MessageClass): MessageLayout {
       baseSampleCount += signals.length;
     }
   }
-  const scalar = (source: string) => fields.find((f) => f.source === source && f.signals.length === 1 && f.kind !== TEXT);
+  const scalar = (source: string | undefined) => (source === undefined ? undefined : fields.find((f) => f.source === source && f.signals.length === 1 && f.kind !== TEXT));
+  const clocks = messageClocks(clazz.MSG_NAME);
   return {
     msgid: clazz.MSG_ID,
     name: clazz.MSG_NAME,
@@ -130,9 +135,10 @@ function compileLayout(clazz: MessageClass): MessageLayout {
     baseFieldCount,
     sampleCount,
     baseSampleCount,
-    timeBootMs: scalar('time_boot_ms'),
-    timeUsec: scalar('time_usec'),
-    timeUnixUsec: scalar('time_unix_usec'),
+    timeBootMs: scalar(clocks.bootMs),
+    timeBootUs: scalar(clocks.bootUs),
+    timeUsec: scalar(clocks.usec),
+    timeUnixUsec: scalar(clocks.unixUsec),
   };
 }
 
@@ -238,20 +244,15 @@ export function decodeFrame(frame: DecodableFrame): DecodedSample[] {
   return samples;
 }
 
-/**
- * Above this a `time_usec` is Unix time, below it time since boot: MAVLink leaves the choice to the
- * sender and tells receivers to judge by magnitude. 10^15 µs is 31.7 years of uptime or 2001-09-09.
- */
-export const UNIX_USEC_THRESHOLD = 1_000_000_000_000_000n;
 
 export interface FrameTime {
   /** `time_boot_ms` as sent. */
   timeBootMs?: number;
-  /** `time_usec` as sent (uint32 in SERVO_OUTPUT_RAW, where it wraps after 71 minutes). */
+  /** A sample-clock `time_usec` as sent (event times such as HOME_POSITION.time_usec are not read here). */
   timeUsec?: bigint;
   /** SYSTEM_TIME.time_unix_usec as sent; 0 means the vehicle has no GPS time yet. */
   timeUnixUsec?: bigint;
-  /** Time since boot in µs: from time_boot_ms, else a non-zero 64-bit time_usec below UNIX_USEC_THRESHOLD. */
+  /** Time since boot in µs: from time_boot_ms (or time_boot_us), else a non-zero sample-clock time_usec below UNIX_USEC_THRESHOLD. */
   bootUs?: bigint;
   /** Unix time in µs: a non-zero time_unix_usec, else a 64-bit time_usec at or above the threshold. */
   unixUs?: bigint;
@@ -269,33 +270,36 @@ function readUint64(payload: Uint8Array, offset: number): bigint {
 }
 
 /**
- * The vehicle's clocks carried by a frame (SYSTEM_TIME, and any message with `time_boot_ms` or
- * `time_usec`), for aligning samples later; undefined when the frame carries none or its id is unknown.
+ * The sample clocks a frame carries (the contracts' time-field catalogue: `time_boot_ms`, a 64-bit
+ * `time_usec` judged by magnitude, SYSTEM_TIME.time_unix_usec), for placing its samples in time;
+ * undefined when it carries none, its id is unknown, or its only time field is an event time carried as
+ * data (HOME_POSITION.time_usec: when home was set, not when the message was sent).
  */
 export function frameTime(frame: DecodableFrame): FrameTime | undefined {
   const layout = LAYOUTS.get(frame.msgid);
   if (layout === undefined) return undefined;
   const onWire = (field: FieldReader | undefined) => (field && !(field.extension && frame.version === 1) ? field : undefined);
   const timeBootMs = onWire(layout.timeBootMs);
+  const timeBootUs = onWire(layout.timeBootUs);
   const timeUsec = onWire(layout.timeUsec);
   const timeUnixUsec = onWire(layout.timeUnixUsec);
-  if (!timeBootMs && !timeUsec && !timeUnixUsec) return undefined;
+  if (!timeBootMs && !timeBootUs && !timeUsec && !timeUnixUsec) return undefined;
   const payload = frame.payload;
   const time: FrameTime = {};
   if (timeBootMs) {
     time.timeBootMs = readUint(payload, timeBootMs.offset, 4);
     time.bootUs = BigInt(time.timeBootMs) * 1000n;
   }
+  if (timeBootUs) {
+    const us = readUint64(payload, timeBootUs.offset);
+    if (us !== 0n && us < UNIX_USEC_THRESHOLD) time.bootUs ??= us;
+  }
   if (timeUsec) {
-    if (timeUsec.size === 8) {
-      const usec = readUint64(payload, timeUsec.offset);
-      time.timeUsec = usec;
-      // 0 is what senders put in an optional (extension) timestamp they do not fill.
-      if (usec >= UNIX_USEC_THRESHOLD) time.unixUs = usec;
-      else if (usec !== 0n) time.bootUs ??= usec;
-    } else {
-      time.timeUsec = BigInt(readUint(payload, timeUsec.offset, timeUsec.size));
-    }
+    const usec = readUint64(payload, timeUsec.offset);
+    time.timeUsec = usec;
+    // 0 is what senders put in an optional (extension) timestamp they do not fill.
+    if (usec >= UNIX_USEC_THRESHOLD) time.unixUs = usec;
+    else if (usec !== 0n) time.bootUs ??= usec;
   }
   if (timeUnixUsec) {
     time.timeUnixUsec = readUint64(payload, timeUnixUsec.offset);

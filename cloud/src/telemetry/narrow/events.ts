@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/executor.ts';
 import type { EventRow } from '../../db/schema.ts';
-import { alignAgentTime } from './alignment.ts';
+import { alignAgentTimeDetail } from './alignment.ts';
 import { loadBootSessions } from './session-store.ts';
 
 /**
@@ -8,13 +8,20 @@ import { loadBootSessions } from './session-store.ts';
  * agent's (or an operator's) wall clock, the clock frames are received by, so they are shifted like
  * agent-stamped rows of the boot session they fall in (alignment.ts). When the vehicle had GPS time the
  * shift is GPS time minus the agent's clock; otherwise it is zero. Stored times are not changed:
- * alignment happens at read time, like every narrow read.
+ * alignment happens at read time, like every narrow read. Each listed event's data says so in
+ * `timeAlignment`: the clock its timestamp is now on (`gps` or `agent`), the timestamp as recorded,
+ * and the shift; the times an agent wrote into data (LINK_LOSS `lastFrameAt`, `detectedAt`) stay on
+ * the agent's clock, as its own `clock: "agent"` says.
  */
 export async function alignNarrowEvents(db: Executor, datasetId: string, rows: EventRow[]): Promise<EventRow[]> {
   if (rows.length === 0) return rows;
   const sessions = await loadBootSessions(db, datasetId);
   if (sessions.length === 0) return rows;
   return rows
-    .map((row) => ({ ...row, time: new Date(Math.round(alignAgentTime(row.time.getTime() * 1000, sessions) / 1000)) }))
+    .map((row) => {
+      const a = alignAgentTimeDetail(row.time.getTime() * 1000, sessions);
+      const timeAlignment = { clock: a.clock, recordedTimestamp: row.time.toISOString(), shiftMicroseconds: a.shiftUs, bootSession: a.session };
+      return { ...row, time: new Date(Math.round(a.us / 1000)), data: { ...row.data, timeAlignment } };
+    })
     .sort((a, b) => a.time.getTime() - b.time.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

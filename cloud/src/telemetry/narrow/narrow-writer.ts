@@ -70,17 +70,24 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     }
     const known = cache && cache.version === version ? cache.sessions : await loadBootSessions(tx, target.datasetId);
     const sessions = new BootSessions(known);
-    const sessionOf = new Int32Array(frames);
     for (const f of order) {
       const boot = batch.bootUs[f]!;
       const gps = batch.gpsOffsetUs[f]!;
-      sessionOf[f] = sessions.assign({
+      sessions.assign({
         frameSeq: batch.frameSeq[f]!,
         compid: batch.compid[f]!,
         receivedUs: batch.receivedUs[f]!,
         ...(Number.isFinite(boot) && { bootUs: boot }),
         ...(Number.isFinite(gps) && { gpsOffsetUs: gps }),
       });
+    }
+    // Labelled once the whole batch is fed: a reboot confirmed later in the batch moves earlier frames.
+    const sessionOf = new Int32Array(frames);
+    for (let f = 0; f < frames; f++) sessionOf[f] = sessions.sessionOf(batch.compid[f]!, batch.frameSeq[f]!);
+    // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
+    for (const r of sessions.relabels()) {
+      await sql`update narrow_samples set boot_session = ${r.to}::int4
+        where dataset_id = ${target.datasetId}::uuid and boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
     }
 
     // The common case, a stream appending frames above everything the dataset holds, is a plain
@@ -232,15 +239,17 @@ function int8List(values: ReadonlyArray<number | null>): string {
 
 function upsertSessions(datasetId: string, sessions: readonly BootSession[]): RawBuilder<unknown> {
   const col = <K extends keyof BootSession>(key: K) => sessions.map((s) => s[key] as number | null);
+  const clocks = arrayLiteral(sessions.map((s) => (s.clock === null ? undefined : quotedText(JSON.stringify(s.clock)))));
   return sql`
     insert into narrow_boot_sessions as b (dataset_id, boot_session, compid, first_frame_seq, last_frame_seq, last_boot_us,
-      gps_offset_us, gps_offset_frame_seq, agent_offset_us, first_received_us, last_received_us)
+      gps_offset_us, gps_offset_frame_seq, agent_offset_us, first_received_us, last_received_us, clock_state)
     select ${datasetId}::uuid, u.* from unnest(
       ${int8List(col('session'))}::int4[], ${int8List(col('compid'))}::int4[], ${int8List(col('firstFrameSeq'))}::int8[],
       ${int8List(col('lastFrameSeq'))}::int8[], ${int8List(col('lastBootUs'))}::int8[], ${int8List(col('gpsOffsetUs'))}::int8[],
       ${int8List(col('gpsOffsetFrameSeq'))}::int8[], ${int8List(col('agentOffsetUs'))}::int8[],
-      ${int8List(col('firstReceivedUs'))}::int8[], ${int8List(col('lastReceivedUs'))}::int8[]) as u
+      ${int8List(col('firstReceivedUs'))}::int8[], ${int8List(col('lastReceivedUs'))}::int8[], ${clocks}::jsonb[]) as u
     on conflict (dataset_id, boot_session) do update set
+      first_frame_seq = excluded.first_frame_seq, clock_state = excluded.clock_state,
       last_frame_seq = excluded.last_frame_seq, last_boot_us = excluded.last_boot_us,
       gps_offset_us = excluded.gps_offset_us, gps_offset_frame_seq = excluded.gps_offset_frame_seq,
       agent_offset_us = excluded.agent_offset_us, first_received_us = excluded.first_received_us,

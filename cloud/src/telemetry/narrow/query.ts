@@ -1,8 +1,9 @@
 import { parseSignalName } from '@sortie/contracts/mavlink';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { ApiError } from '../../http/api-error.ts';
+import { ApiError, notFound } from '../../http/api-error.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
+import type { Sample } from '../series/lttb.ts';
 import type { M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
@@ -39,10 +40,13 @@ export function resolveSignals(channelIds: readonly string[]): string[] {
 }
 
 /**
- * Per signal, at most `maxPoints` samples on the aligned time axis keeping the chart's shape (the same
- * M4 + LTTB reduction as wide datasets, telemetry/downsample.ts), and the exact raw count in range.
- * Narrow series are read from raw rows: one signal of one flight is small next to a wide dataset's
- * 20 kHz channels, and alignment may change as late frames arrive, which rollups would have to follow.
+ * Per signal, the samples on the aligned time axis and the exact raw count in range. When the budget
+ * holds every sample in range, every sample is returned, in aligned time order (two samples at one
+ * instant both, in frame_seq order): a chart or an export then sees exactly what is stored. Otherwise
+ * at most `maxPoints` samples keeping the chart's shape (the same M4 + LTTB reduction as wide
+ * datasets, series/downsample.ts). A name the dataset has never stored is NOT_FOUND, naming it.
+ * Narrow series are read from raw rows: alignment may change as late frames arrive, which rollups
+ * would have to follow.
  */
 export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<SeriesResult[]> {
   const names = resolveSignals(query.channelIds);
@@ -50,15 +54,60 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
     throw new ApiError('invalid_request', '`from` is after `to`');
   }
   const [ids, sessions] = await Promise.all([findSignalIds(db, names), loadBootSessions(db, query.datasetId)]);
+  const stored = await storedAmong(db, query.datasetId, names.map((n) => ids.get(n)).filter((id) => id !== undefined));
+  names.forEach((name, i) => {
+    const id = ids.get(name);
+    if (id === undefined || !stored.has(id)) {
+      const why = signalInfo(name) ? 'no frame of this dataset carried it' : 'the server\'s MAVLink dialect has no such message or field';
+      throw notFound(`channel_ids[${i}]: signal ${name} is not in this dataset (${why}); GET /api/datasets/channels lists its signals`);
+    }
+  });
   const shifts = sessions.map(sessionShift);
   return Promise.all(
     names.map(async (name) => {
-      const id = ids.get(name);
-      if (id === undefined) return { channelId: name, samples: [], rawPoints: 0 };
+      const id = ids.get(name)!;
+      const count = await rawCount(db, query, id, shifts);
+      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, id, shifts), rawPoints: count };
       const buckets = await m4Buckets(db, query, id, shifts);
       return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: buckets.reduce((n, b) => n + b.count, 0) };
     }),
   );
+}
+
+/** Which of `ids` the dataset holds rows of (one index probe each on the key's prefix). */
+async function storedAmong(db: Executor, datasetId: string, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const result = await sql<{ id: number }>`
+    select u.id from unnest(${`{${ids.join(',')}}`}::int4[]) as u(id)
+    where exists (select 1 from narrow_samples s where s.dataset_id = ${datasetId}::uuid and s.signal_id = u.id)`.execute(db);
+  return new Set(result.rows.map((r) => r.id));
+}
+
+/** The rows of one signal in the aligned range, `t` aligned µs (alignment.ts), `v` the value. */
+function alignedRows(query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]) {
+  const list = (values: number[]) => `{${values.join(',')}}`;
+  const shiftTable = sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
+                                ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
+  const aligned = sql`(round(date_part('epoch', s.time) * 1000000)
+    + case s.time_source when 'boot' then coalesce(o.boot, 0) when 'agent' then coalesce(o.agent, 0) else 0 end)`;
+  const bounds = [];
+  if (query.from !== undefined) bounds.push(sql`${aligned} >= ${query.from}::float8`);
+  if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
+  return sql`
+      select ${aligned} as t, s.value_double as v, s.frame_seq as seq
+      from narrow_samples s left join ${shiftTable} on o.session = s.boot_session
+      where s.dataset_id = ${query.datasetId}::uuid and s.signal_id = ${signalId}::int4 and s.value_double is not null
+        ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}`;
+}
+
+async function rawCount(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<number> {
+  const result = await sql<{ n: number }>`select count(*)::float8 as n from (${alignedRows(query, signalId, shifts)}) as r`.execute(db);
+  return result.rows[0]!.n;
+}
+
+async function rawSamples(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<Sample[]> {
+  const result = await sql<Sample>`select r.t, r.v from (${alignedRows(query, signalId, shifts)}) as r order by r.t, r.seq`.execute(db);
+  return result.rows;
 }
 
 interface M4Row {
@@ -75,22 +124,9 @@ interface M4Row {
  * The rows come from the key's (dataset_id, signal_id) prefix; the range is tested on aligned time.
  */
 async function m4Buckets(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<M4[]> {
-  const list = (values: number[]) => `{${values.join(',')}}`;
-  const shiftTable = sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
-                                ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
-  const aligned = sql`(round(date_part('epoch', s.time) * 1000000)
-    + case s.time_source when 'boot' then coalesce(o.boot, 0) when 'agent' then coalesce(o.agent, 0) else 0 end)`;
-  const bounds = [];
-  if (query.from !== undefined) bounds.push(sql`${aligned} >= ${query.from}::float8`);
-  if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
   const buckets = bucketsForBudget(query.maxPoints);
   const result = await sql<M4Row>`
-    with r as materialized (
-      select ${aligned} as t, s.value_double as v
-      from narrow_samples s left join ${shiftTable} on o.session = s.boot_session
-      where s.dataset_id = ${query.datasetId}::uuid and s.signal_id = ${signalId}::int4 and s.value_double is not null
-        ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}
-    ),
+    with r as materialized (${alignedRows(query, signalId, shifts)}),
     w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r)
     select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst
     from r, w
