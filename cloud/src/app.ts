@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { armingRoutes } from './arming/routes.ts';
 import { channelsRoutes } from './channels/routes.ts';
 import { commandsRoutes } from './commands/routes.ts';
+import { consoleRoutes } from './console/routes.ts';
 import type { AppContext } from './platform/context.ts';
 import { datasetsRoutes } from './datasets/routes.ts';
 import { deliveriesRoutes } from './delivery/routes.ts';
@@ -54,6 +55,7 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', deliveriesRoutes(ctx));
   app.route('/api', notificationsRoutes(ctx));
   app.route('/', docsRoutes(ctx));
+  app.route('/', consoleRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   app.onError((error, c) => {

@@ -13,6 +13,7 @@ import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './app.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
+import { answerParserErrors, httpServerOptions } from './http/client-error.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
 import { Metrics } from './platform/metrics.ts';
 import type { Outbox, OutboxJob } from './platform/outbox.ts';
@@ -116,12 +117,16 @@ export class SortieService {
     const app = createHttpApp(this.ctx);
     const { host, port } = this.ctx.config.http;
     await new Promise<void>((resolve, reject) => {
-      const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve());
+      const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions: httpServerOptions(this.ctx.config.http.timeouts) }, () => resolve());
       server.once('error', reject);
+      answerParserErrors(server as Server, this.ctx.logger);
       this.#http = server;
       this.#httpCloser = gracefulCloser(server as Server);
     });
     this.ctx.logger.info({ url: `http://${host}:${this.httpPort}` }, 'HTTP API listening');
+    // A wildcard bind address is not something a browser can open; name the loopback one instead.
+    const browserHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+    this.ctx.logger.info({ url: `http://${browserHost}:${this.httpPort}/` }, `console: open http://${browserHost}:${this.httpPort}/ in a browser`);
     this.#grpc = await startGrpcServer(this.ctx);
     this.#sweeper = startSweeper(this.ctx);
     await this.delivery.start();

@@ -8,3 +8,4 @@ export * from './commands.ts';
 export * from './arming.ts';
 export * from './webhooks.ts';
 export * from './templates.ts';
+export * from './console.ts';

@@ -1,0 +1,2 @@
+// esbuild bundles the console's stylesheets; the type-checker only needs to know the imports exist.
+declare module '*.css';

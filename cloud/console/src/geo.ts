@@ -1,0 +1,55 @@
+// GPS track in local metres: an equirectangular projection around the first fix. No map tiles (a test
+// range is often offline); over a flight's few kilometres the error is far below a GPS fix's.
+
+const EARTH_RADIUS_M = 6_371_008.8;
+
+export interface LocalTrack {
+  /** East of the origin, metres. */
+  x: Float64Array;
+  /** North of the origin, metres. */
+  y: Float64Array;
+  times: Float64Array;
+}
+
+/**
+ * `lat`/`lon` as GLOBAL_POSITION_INT carries them (degrees × 1e7), sampled at `times`. A (0, 0) fix is
+ * the autopilot's "no position" and is skipped; so are non-finite samples.
+ */
+export function localTrack(times: ArrayLike<number>, latE7: ArrayLike<number>, lonE7: ArrayLike<number>): LocalTrack {
+  const n = Math.min(times.length, latE7.length, lonE7.length);
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const ts: number[] = [];
+  let lat0 = NaN;
+  let lon0 = NaN;
+  let cosLat0 = 1;
+  for (let i = 0; i < n; i++) {
+    const lat = latE7[i]! / 1e7;
+    const lon = lonE7[i]! / 1e7;
+    if (!Number.isFinite(lat) || !Number.isFinite(lon) || (lat === 0 && lon === 0) || Math.abs(lat) > 90 || Math.abs(lon) > 180) continue;
+    if (Number.isNaN(lat0)) {
+      lat0 = lat;
+      lon0 = lon;
+      cosLat0 = Math.cos((lat0 * Math.PI) / 180);
+    }
+    xs.push(((lon - lon0) * Math.PI * EARTH_RADIUS_M * cosLat0) / 180);
+    ys.push(((lat - lat0) * Math.PI * EARTH_RADIUS_M) / 180);
+    ts.push(times[i]!);
+  }
+  return { x: Float64Array.from(xs), y: Float64Array.from(ys), times: Float64Array.from(ts) };
+}
+
+/** Index of the last sample at or before `t` (binary search), or -1. */
+export function indexAtOrBefore(times: ArrayLike<number>, t: number): number {
+  let lo = 0;
+  let hi = times.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid]! <= t) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}

@@ -1,0 +1,35 @@
+import type { Channel } from '@sortie/contracts';
+
+export interface ChannelGroup {
+  /** The MAVLink message (`ATTITUDE`), or '' for a wide dataset's plain channels. */
+  message: string;
+  channels: Channel[];
+}
+
+const SIGNAL = /^mavlink\.([A-Z][A-Z0-9_]*)\./;
+
+/**
+ * A MAVLink flight has hundreds of signals: grouped by message, in message order, keeping only those
+ * whose name, unit or type contains every word of the filter (case-insensitive).
+ */
+export function groupChannels(channels: readonly Channel[], filter: string): ChannelGroup[] {
+  const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const groups = new Map<string, Channel[]>();
+  for (const channel of channels) {
+    const haystack = `${channel.name} ${channel.unit} ${channel.dataType}`.toLowerCase();
+    if (!words.every((w) => haystack.includes(w))) continue;
+    const message = SIGNAL.exec(channel.name)?.[1] ?? '';
+    let list = groups.get(message);
+    if (!list) groups.set(message, (list = []));
+    list.push(channel);
+  }
+  return [...groups.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([message, list]) => ({ message, channels: list.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0)) }));
+}
+
+/** `flight-7-sys1` → 1: the agent names a MAVLink dataset after its sortie and system id. */
+export function systemIdOf(datasetName: string): number | undefined {
+  const match = /-sys(\d+)$/.exec(datasetName);
+  return match ? Number(match[1]) : undefined;
+}

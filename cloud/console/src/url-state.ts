@@ -1,0 +1,49 @@
+// The page's address holds what a shared link must reproduce: the view, the dataset, the plotted channels
+// and the visible window. Never the key: it lives in sessionStorage and travels only as x-api-key.
+
+export type ConsoleView = 'data' | 'webhooks';
+
+export interface ConsoleLocation {
+  view: ConsoleView;
+  experimentId?: string;
+  datasetId?: string;
+  channels: string[];
+  /** Visible window in Unix seconds; absent: the dataset's whole span. */
+  from?: number;
+  to?: number;
+}
+
+function isoSeconds(text: string | null): number | undefined {
+  if (!text) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms / 1000 : undefined;
+}
+
+export function parseLocation(search: string): ConsoleLocation {
+  const params = new URLSearchParams(search);
+  const view: ConsoleView = params.get('view') === 'webhooks' ? 'webhooks' : 'data';
+  const from = isoSeconds(params.get('from'));
+  const to = isoSeconds(params.get('to'));
+  const window = from !== undefined && to !== undefined && from < to ? { from, to } : {};
+  return {
+    view,
+    experimentId: params.get('experiment') ?? undefined,
+    datasetId: params.get('dataset') ?? undefined,
+    channels: params.getAll('channel').filter((c) => c.length > 0),
+    ...window,
+  };
+}
+
+export function formatLocation(location: ConsoleLocation): string {
+  const params = new URLSearchParams();
+  if (location.view !== 'data') params.set('view', location.view);
+  if (location.experimentId) params.set('experiment', location.experimentId);
+  if (location.datasetId) params.set('dataset', location.datasetId);
+  for (const channel of location.channels) params.append('channel', channel);
+  if (location.from !== undefined && location.to !== undefined) {
+    params.set('from', new Date(location.from * 1000).toISOString());
+    params.set('to', new Date(location.to * 1000).toISOString());
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}

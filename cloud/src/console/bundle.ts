@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { Plugin } from 'esbuild';
+
+/** One built asset of the console, held in memory. */
+export interface ConsoleAsset {
+  body: Uint8Array;
+  contentType: string;
+  /** Strong validator, also the cache-busting part of the asset's URL. */
+  etag: string;
+}
+
+export interface ConsoleBundle {
+  /** File name (with its content hash) → asset. */
+  assets: Map<string, ConsoleAsset>;
+  script: string;
+  stylesheet: string;
+}
+
+const ENTRY = fileURLToPath(new URL('../../console/src/main.ts', import.meta.url));
+
+/**
+ * zod re-exports every locale as a namespace (`z.locales`), which a bundler cannot shake: about 40 % of
+ * the console's script would be error messages in fifty languages nobody reads here. Its locale index
+ * becomes English alone (the one zod configures by default).
+ */
+const englishOnlyZod: Plugin = {
+  name: 'english-only-zod',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]/.test(args.importer) ? { path: fileURLToPath(new URL('../locales/en.js', `file://${args.importer}`)), namespace: 'zod-locales' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      resolveDir: args.path.slice(0, args.path.lastIndexOf('/')),
+      loader: 'js',
+    }));
+  },
+};
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * Bundle the console's TypeScript (Preact, uPlot, the contracts' schemas) with esbuild into memory.
+ * Done at start-up rather than at install so a clone runs with `npm start` alone and a source edit
+ * shows on the next start; nothing is written to disk (decision 0008). esbuild is imported lazily: a
+ * process that never serves the console never spawns its binary.
+ */
+export async function buildConsole(): Promise<ConsoleBundle> {
+  const esbuild = await import('esbuild');
+  const result = await esbuild.build({
+    entryPoints: [ENTRY],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome120', 'firefox120', 'safari17'],
+    minify: true,
+    // One script and one stylesheet: no chunks to discover at run time.
+    splitting: false,
+    outdir: '/console',
+    entryNames: 'app-[hash]',
+    legalComments: 'none',
+    logLevel: 'silent',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    plugins: [englishOnlyZod],
+  });
+  const assets = new Map<string, ConsoleAsset>();
+  let script = '';
+  let stylesheet = '';
+  for (const file of result.outputFiles) {
+    const name = file.path.slice(file.path.lastIndexOf('/') + 1);
+    const extension = name.slice(name.lastIndexOf('.'));
+    const contentType = CONTENT_TYPES[extension];
+    if (!contentType) continue;
+    const etag = `"${createHash('sha256').update(file.contents).digest('base64url').slice(0, 22)}"`;
+    assets.set(name, { body: file.contents, contentType, etag });
+    if (extension === '.js') script = name;
+    if (extension === '.css') stylesheet = name;
+  }
+  if (!script) throw new Error('the console bundle produced no script');
+  return { assets, script, stylesheet };
+}
