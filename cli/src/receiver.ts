@@ -1,0 +1,174 @@
+/**
+ * `npm run receiver`: the example webhook receiver on this machine, in one step.
+ *
+ *   npm run -s receiver -- setup   makes a self-signed certificate in <data dir>/receiver (once) and prints
+ *                                  the two server settings that let Sortie deliver to it, as `export` lines
+ *                                  (so `eval "$(npm run -s receiver -- setup)"` applies them);
+ *   npm run receiver               the same certificate, then registers https://localhost:<port>/ as a
+ *                                  webhook endpoint of the key's organization (or reuses it), and receives:
+ *                                  verify, journal, answer 2xx, act once per command, ack.
+ *
+ * Sortie only delivers to https and refuses loopback addresses unless the operator allows them, which is
+ * why the server needs SORTIE_WEBHOOK_ALLOW_CIDRS and SORTIE_WEBHOOK_CA_FILE for a receiver on a laptop.
+ * The endpoint's secret is shown once by Sortie; the receiver keeps it in <data dir>/receiver/secret
+ * (mode 0600) and rotates the endpoint to get a new one when that file is gone.
+ *
+ * Options (flag, then environment): --url / SORTIE_URL (http://localhost:8080), --api-key / SORTIE_API_KEY
+ * (webhooks:read and webhooks:write), --port / RECEIVER_PORT (8443), --data-dir / SORTIE_DATA_DIR
+ * (.sortie-data). Exit codes: 0 stopped by a signal, 1 failure, 2 bad usage.
+ */
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { createSortieClient, SortieApiError } from '@sortie/client';
+import { createWebhookReceiver, serveReceiver } from '@sortie/contracts/examples/webhook-receiver';
+
+const LABEL = 'local receiver (npm run receiver)';
+
+export interface ReceiverFiles {
+  dir: string;
+  cert: string;
+  key: string;
+  secret: string;
+  journal: string;
+}
+
+export function receiverFiles(dataDir: string): ReceiverFiles {
+  const dir = path.resolve(dataDir, 'receiver');
+  return {
+    dir,
+    cert: path.join(dir, 'cert.pem'),
+    key: path.join(dir, 'key.pem'),
+    secret: path.join(dir, 'secret'),
+    journal: path.join(dir, 'journal.jsonl'),
+  };
+}
+
+/**
+ * A self-signed certificate for localhost, 127.0.0.1 and ::1, made once with the openssl CLI (Node has no
+ * X.509 issuing API). It is its own CA, so the server trusts exactly it through SORTIE_WEBHOOK_CA_FILE.
+ */
+export async function ensureCertificate(files: ReceiverFiles): Promise<void> {
+  if (existsSync(files.cert) && existsSync(files.key)) return;
+  await mkdir(files.dir, { recursive: true, mode: 0o700 });
+  await promisify(execFile)('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', files.key, '-out', files.cert, '-days', '825', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
+    '-addext', 'basicConstraints=critical,CA:TRUE',
+  ]);
+  await chmod(files.key, 0o600);
+}
+
+/** The server settings a receiver on this machine needs, as shell `export` lines. */
+export function serverSettings(files: ReceiverFiles): string {
+  return `export SORTIE_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32,::1/128 SORTIE_WEBHOOK_CA_FILE=${files.cert}\n`;
+}
+
+/** The endpoint for this receiver's URL and its secret: reused, rotated when the secret was lost, or created. */
+export async function registerEndpoint(
+  client: ReturnType<typeof createSortieClient>,
+  url: string,
+  files: ReceiverFiles,
+): Promise<{ id: string; secret: string; how: 'reused' | 'rotated' | 'created' }> {
+  const existing = (await client.webhooks.list()).find((e) => e.url === url && e.enabled);
+  const stored = existsSync(files.secret) ? (await readFile(files.secret, 'utf8')).trim() : '';
+  if (existing && stored) return { id: existing.id, secret: stored, how: 'reused' };
+  const endpoint = existing
+    ? await client.webhooks.rotate({ id: existing.id, overlapSeconds: 0 })
+    : await client.webhooks.create({ label: LABEL, url });
+  await writeFile(files.secret, `${endpoint.secret}\n`, { mode: 0o600 });
+  return { id: endpoint.id, secret: endpoint.secret, how: existing ? 'rotated' : 'created' };
+}
+
+async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        'api-key': { type: 'string' },
+        port: { type: 'string' },
+        'data-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`receiver: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write('usage: npm run receiver [-- setup] [--url URL] [--api-key KEY] [--port N] [--data-dir DIR]\n');
+    return 0;
+  }
+  const files = receiverFiles(values['data-dir'] ?? env.SORTIE_DATA_DIR ?? '.sortie-data');
+  if (positionals[0] === 'setup') {
+    await ensureCertificate(files);
+    process.stdout.write(serverSettings(files));
+    return 0;
+  }
+  if (positionals.length > 0) {
+    process.stderr.write(`receiver: unknown command "${positionals[0]}" (only "setup")\n`);
+    return 2;
+  }
+  const apiKey = values['api-key'] ?? env.SORTIE_API_KEY;
+  if (!apiKey) {
+    process.stderr.write('receiver: set SORTIE_API_KEY (or --api-key) to a key with webhooks:read and webhooks:write\n');
+    return 2;
+  }
+  const port = Number(values.port ?? env.RECEIVER_PORT ?? 8443);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    process.stderr.write(`receiver: --port must be a port number, not "${values.port ?? env.RECEIVER_PORT}"\n`);
+    return 2;
+  }
+  await ensureCertificate(files);
+  const url = `https://localhost:${port}/`;
+  const client = createSortieClient({ baseUrl: values.url ?? env.SORTIE_URL ?? 'http://localhost:8080', apiKey });
+  let endpoint;
+  try {
+    endpoint = await registerEndpoint(client, url, files);
+  } catch (error) {
+    if (error instanceof SortieApiError && error.code === 'invalid_request') {
+      process.stderr.write(
+        `receiver: Sortie refused ${url} (${error.message}). Start the server with these settings:\n${serverSettings(files)}`,
+      );
+      return 1;
+    }
+    throw error;
+  }
+  const receiver = await createWebhookReceiver({
+    secrets: [endpoint.secret],
+    journalPath: files.journal,
+    act: async (command) => {
+      process.stdout.write(`receiver: acting on command ${command.id}: ${command.commandText} ${JSON.stringify(command.args ?? {})}\n`);
+      return { state: 'acked', detail: 'done by the local receiver', vehicleTime: new Date().toISOString() };
+    },
+    onError: (error) => process.stderr.write(`receiver: ${(error as Error).message}\n`),
+  });
+  const tls = { cert: await readFile(files.cert, 'utf8'), key: await readFile(files.key, 'utf8') };
+  const server = serveReceiver(receiver, tls);
+  await new Promise<void>((resolve) => server.listen(port, resolve));
+  process.stdout.write(`receiver: ${url} is webhook endpoint ${endpoint.id} (${endpoint.how}); waiting for commands (Ctrl-C stops)\n`);
+  await new Promise<void>((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
+  });
+  server.close();
+  await receiver.close();
+  return 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main(process.argv.slice(2), process.env).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`receiver: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
