@@ -67,7 +67,7 @@ export class DeliveryEngine {
     const { config, logger } = ctx;
     const extraCa = config.webhook.caFile ? await readFile(config.webhook.caFile, 'utf8') : undefined;
     const queue: DeliveryQueue = config.natsUrl
-      ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger })
+      ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger, replicas: config.natsStreamReplicas })
       : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
     if (queue.broker?.streamCreated) {
       const handedBack = await markAllPendingUnpublished(ctx.db);

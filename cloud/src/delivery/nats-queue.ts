@@ -82,7 +82,7 @@ export class NatsDeliveryQueue implements DeliveryQueue, QueueBroker {
     this.#logger = logger;
   }
 
-  static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsDeliveryQueue> {
+  static async connect(input: { url: string; namespace: string; logger: Logger; replicas?: number }): Promise<NatsDeliveryQueue> {
     const nc = await connect({
       servers: input.url.split(',').map((s) => s.trim()),
       name: 'sortie-cloud',
@@ -93,7 +93,7 @@ export class NatsDeliveryQueue implements DeliveryQueue, QueueBroker {
     try {
       const jsm = await jetstreamManager(nc);
       const queue = new NatsDeliveryQueue(nc, jsm, input.namespace, input.logger);
-      await queue.#ensureStreamAndConsumer();
+      await queue.#ensureStreamAndConsumer(input.replicas ?? 1);
       void queue.#watchStatus();
       return queue;
     } catch (error) {
@@ -102,13 +102,15 @@ export class NatsDeliveryQueue implements DeliveryQueue, QueueBroker {
     }
   }
 
-  async #ensureStreamAndConsumer(): Promise<void> {
+  async #ensureStreamAndConsumer(replicas: number): Promise<void> {
     const { stream, subjectRoot, consumer } = this.names;
     const streamConfig = {
       subjects: [`${subjectRoot}.>`],
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
       duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+      // The consumer inherits it: its acks and position survive the loss of a node as the messages do.
+      num_replicas: replicas,
     };
     this.streamCreated = await this.#jsm.streams.info(stream).then(
       () => false,

@@ -37,6 +37,12 @@ export const EnvSchema = z.object({
     .string()
     .regex(/^[a-z][a-z0-9_]{0,31}$/, 'lower-case letters, digits and _, starting with a letter')
     .default('sortie'),
+  /**
+   * Copies JetStream keeps of the delivery stream (and its consumer): 1 on a single NATS server; 3 on a
+   * three-node cluster, so losing one node (even the stream's leader) loses no delivery and stops
+   * deliveries only for the leader election. Applied at start-up to an existing stream too.
+   */
+  SORTIE_NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** HTTP API port. */
   SORTIE_HTTP_PORT: port.default(8080),
   /** HTTP bind address. Loopback by default so a laptop never exposes it by accident; compose sets 0.0.0.0. */
@@ -110,6 +116,7 @@ export interface Config {
   dataDir: string;
   natsUrl: string | undefined;
   natsNamespace: string;
+  natsStreamReplicas: number;
   http: { host: string; port: number; bodyLimit: number; timeouts: HttpTimeouts };
   grpc: { host: string; port: number; keyCacheSeconds: number };
   logLevel: Env['SORTIE_LOG_LEVEL'];
@@ -147,6 +154,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: e.SORTIE_DATA_DIR,
     natsUrl: e.SORTIE_NATS_URL,
     natsNamespace: e.SORTIE_NATS_NAMESPACE,
+    natsStreamReplicas: e.SORTIE_NATS_STREAM_REPLICAS,
     http: {
       host: e.SORTIE_HTTP_HOST,
       port: e.SORTIE_HTTP_PORT,
