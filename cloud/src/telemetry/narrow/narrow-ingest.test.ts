@@ -128,11 +128,11 @@ describe('time', () => {
 });
 
 describe('channels', () => {
-  it('materialises the signal list from the data when experimentId is given', async () => {
+  it('materialises the signal list from the data, with or without experimentId', async () => {
     const datasetId = datasets.get('arduplane-sitl-vtol.tlog')!;
     const list = (extra = '') => t.call('GET', `/api/datasets/channels?datasetId=${datasetId}${extra}`, { key: org.key });
-    expect((await list()).body).toEqual([]);
-    const response = await list(`&experimentId=${experimentId}`);
+    // The first listing has no experimentId: a flight full of data still lists every signal.
+    const response = await list();
     expect(response.status).toBe(200);
     const roll = response.body.find((c: { hypertableColName: string }) => c.hypertableColName === 'mavlink.ATTITUDE.roll');
     expect(roll).toMatchObject({ name: 'mavlink.ATTITUDE.roll', unit: 'rad', dataType: 'float' });
@@ -140,7 +140,7 @@ describe('channels', () => {
       select count(distinct signal_id)::int as n from narrow_samples where dataset_id = ${datasetId}::uuid`.execute(t.service.ctx.db);
     expect(response.body).toHaveLength(signals.rows[0]!.n);
     expect(response.body.find((c: { name: string }) => c.name === 'mavlink.STATUSTEXT.text')).toMatchObject({ dataType: 'string' });
-    // Idempotent, and now listed without experimentId too.
+    // Idempotent, and the same list with experimentId.
     expect((await list(`&experimentId=${experimentId}`)).body).toEqual(response.body);
     expect((await list()).body).toEqual(response.body);
   });
@@ -178,11 +178,11 @@ describe('Query', () => {
     const to = aligned[150]!;
     const ts = (us: number) => ({ seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 });
     const response = await client.query(
-      { datasetId, channelIds: ['mavlink.ATTITUDE.roll', 'mavlink.ATTITUDE.pitch', 'mavlink.NO_SUCH.field'], from: ts(from), to: ts(to), maxPointsPerChannel: 1000 },
+      { datasetId, channelIds: ['mavlink.ATTITUDE.roll', 'mavlink.ATTITUDE.pitch'], from: ts(from), to: ts(to), maxPointsPerChannel: 1000 },
       { headers: headers() },
     );
     const expected = aligned.filter((us) => us >= from && us < to).length;
-    expect(response.series.map((s) => Number(s.rawPoints))).toEqual([expected, expected, 0]);
+    expect(response.series.map((s) => Number(s.rawPoints))).toEqual([expected, expected]);
     expect(response.series[0]!.points).toHaveLength(expected);
     expect(response.totalRawPoints).toBe(BigInt(2 * expected));
   });
@@ -197,6 +197,15 @@ describe('Query', () => {
       expect(us).toBeGreaterThanOrEqual(RAW_CAPTURE_START_US - 1_000_000);
       expect(us).toBeLessThan(RAW_CAPTURE_START_US + 40_000_000);
     }
+  });
+
+  it('NOT_FOUND naming a signal the dataset does not hold, whether or not the dialect knows it', async () => {
+    const datasetId = datasets.get('arduplane-sitl-vtol.tlog')!;
+    const unknown = await grpcError(client.query({ datasetId, channelIds: ['mavlink.ATTITUDE.roll', 'mavlink.FOO.bar'] }, { headers: headers() }));
+    expect([unknown.code, unknown.rawMessage]).toEqual([Code.NotFound, expect.stringContaining('channel_ids[1]: signal mavlink.FOO.bar is not in this dataset')]);
+    // ADSB_VEHICLE is in the dialect but this flight never sent one.
+    const absent = await grpcError(client.query({ datasetId, channelIds: ['mavlink.ADSB_VEHICLE.altitude'] }, { headers: headers() }));
+    expect([absent.code, absent.rawMessage]).toEqual([Code.NotFound, expect.stringContaining('no frame of this dataset carried it')]);
   });
 
   it('INVALID_ARGUMENT for a name that is not a signal, or a signal that holds text', async () => {
