@@ -12,3 +12,10 @@ export { RECEIVER_HOST, startDeliveryFixture } from './delivery-fixture.ts';
 export type { DeliveryFixture } from './delivery-fixture.ts';
 export { startHttpsReceiver } from './https-receiver.ts';
 export type { ReceivedRequest, TestReceiver } from './https-receiver.ts';
+// Cloud child processes on a fresh database, for the fault tests in test/faults (NATS node and Postgres restarts).
+export { setUpDispatchingOrg, startChildCloudFixture } from './child-cloud-fixture.ts';
+export type { ChildCloudFixture, DispatchingOrg } from './child-cloud-fixture.ts';
+export { startServiceChild } from './service-child.ts';
+export type { ServiceChild } from './service-child.ts';
+export { freePort, NATS_SERVER_BIN } from './nats-server.ts';
+export { eventually, verifiedBody } from './delivery-fixture.ts';
