@@ -122,17 +122,20 @@ export interface ApiRoute {
   auth: Scope | 'ack-token';
   body?: RequestSchemaName;
   query?: z.ZodObject;
-  success: ApiSuccess[];
+  success: readonly ApiSuccess[];
   /**
    * Codes particular to this route. The builder adds the ones every route of its kind can answer:
    * unauthorized and insufficient_scope behind an API key, invalid_request with a body or query,
    * payload_too_large with a body, internal_error always.
    */
-  errors: ErrorCode[];
+  errors: readonly ErrorCode[];
 }
 
-/** Every `/api/*` route the service mounts; a test fails when the service and this table disagree. */
-export const API_ROUTES: readonly ApiRoute[] = [
+/**
+ * The route table as literal types, so `@sortie/client` derives each method's input and answer types
+ * from its entry (the type `ApiRouteTable`); everything else reads it as `API_ROUTES`.
+ */
+const ROUTE_TABLE = [
   // Experiments and datasets
   {
     method: 'get',
@@ -454,4 +457,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
     success: [{ status: 200, schema: 'NotificationList', description: 'the notifications' }],
     errors: [],
   },
-];
+] as const satisfies readonly ApiRoute[];
+export type ApiRouteTable = typeof ROUTE_TABLE;
+
+/** Every `/api/*` route the service mounts; a test fails when the service and this table disagree. */
+export const API_ROUTES: readonly ApiRoute[] = ROUTE_TABLE;
