@@ -90,8 +90,10 @@ function renderOperation(document: OpenApiDocument, { method, path, operation }:
   for (const [status, answer] of Object.entries(operation.responses)) {
     const response = '$ref' in answer ? document.components.responses[refName(answer.$ref)] : answer;
     if (!response) throw new Error(`unresolvable response ${JSON.stringify(answer)}`);
-    const schemaRef = response.content?.['application/json'].schema.$ref;
-    const body = typeof schemaRef === 'string' ? typeLink(refName(schemaRef)) : '';
+    const media = Object.keys(response.content ?? {});
+    const schemaRef = response.content?.[media[0] ?? '']?.schema.$ref;
+    const file = media.length > 0 && !media.includes('application/json') ? ` (${media.map((m) => `<code>${esc(m)}</code>`).join(' or ')})` : '';
+    const body = (typeof schemaRef === 'string' ? typeLink(refName(schemaRef)) : '') + file;
     parts.push(`<tr><td><code>${esc(status)}</code></td><td>${inline(response.description)}</td><td>${body}</td></tr>`);
   }
   parts.push('</tbody></table></article>');

@@ -9,3 +9,5 @@ export * from './arming.ts';
 export * from './webhooks.ts';
 export * from './templates.ts';
 export * from './console.ts';
+export * from './export.ts';
+export * from './webhook-test.ts';

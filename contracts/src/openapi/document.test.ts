@@ -91,10 +91,11 @@ describe('the OpenAPI document', () => {
       for (const [status, response] of Object.entries(operation.responses)) {
         const resolved = ('$ref' in response ? resolvePointer(document, response.$ref) : response) as {
           headers?: Record<string, { $ref: string }>;
-          content?: { 'application/json': { schema: JsonSchema } };
+          content?: Record<string, { schema: JsonSchema }>;
         };
         expect(resolved.headers?.['X-Request-Id'], `${path} ${status}`).toEqual({ $ref: '#/components/headers/X-Request-Id' });
-        const schema = resolved.content?.['application/json'].schema;
+        // JSON, or a streamed file's media types (export), each with its schema.
+        const [schema] = Object.values(resolved.content ?? {}).map((media) => media.schema);
         expect(schema?.$ref, `${path} ${status}`).toMatch(/^#\/components\/schemas\//);
         if (!status.startsWith('2')) expect(schema!.$ref).toBe('#/components/schemas/ErrorEnvelope');
       }

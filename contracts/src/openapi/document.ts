@@ -17,7 +17,8 @@ export interface OpenApiParameter {
 export interface OpenApiResponse {
   description: string;
   headers?: Record<string, { $ref: string }>;
-  content?: { 'application/json': { schema: JsonSchema } };
+  /** `application/json` for JSON bodies; a streamed file's media types otherwise (ApiSuccess.media). */
+  content?: Record<string, { schema: JsonSchema }>;
 }
 
 export interface OpenApiOperation {
@@ -147,7 +148,7 @@ function operation(route: ApiRoute): OpenApiOperation {
     responses[String(success.status)] = {
       description: success.description,
       headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
-      content: { 'application/json': { schema: { $ref: SCHEMA_REF + success.schema } } },
+      content: Object.fromEntries((success.media ?? ['application/json']).map((type) => [type, { schema: { $ref: SCHEMA_REF + success.schema } }])),
     };
   }
   Object.assign(responses, errorResponses(errorCodes(route)));

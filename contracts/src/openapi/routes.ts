@@ -22,6 +22,7 @@ import {
 import { DatasetSchema, RegisterStreamRequestSchema, RegisterStreamResponseSchema } from '../http/datasets.ts';
 import { CreateEventsRequestSchema, CreateEventsResponseSchema, EventSchema, ListEventsQuerySchema } from '../http/events.ts';
 import { CreateExperimentRequestSchema, ExperimentSchema, ListExperimentsResponseSchema } from '../http/experiments.ts';
+import { EXPORT_MEDIA_TYPES, ExportQuerySchema } from '../http/export.ts';
 import { AppendRequestSchema, AppendResponseSchema } from '../http/telemetry.ts';
 import {
   CommandTemplateSchema,
@@ -43,6 +44,7 @@ import {
   WebhookEndpointSchema,
   WebhookEndpointWithSecretSchema,
 } from '../http/webhooks.ts';
+import { WebhookTestRequestSchema } from '../http/webhook-test.ts';
 import type { Scope } from '../scopes.ts';
 
 /**
@@ -68,6 +70,7 @@ export const REQUEST_SCHEMAS = {
   CreateWebhookRequest: CreateWebhookRequestSchema,
   RotateWebhookRequest: RotateWebhookRequestSchema,
   DeleteWebhookRequest: DeleteWebhookRequestSchema,
+  WebhookTestRequest: WebhookTestRequestSchema,
 } as const satisfies Record<string, z.ZodType>;
 export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;
 
@@ -99,6 +102,7 @@ export const RESPONSE_SCHEMAS = {
   DeliveryAttemptList: ListDeliveriesResponseSchema,
   Notification: NotificationSchema,
   NotificationList: ListNotificationsResponseSchema,
+  ExportFile: z.string().meta({ description: 'A streamed file (CSV or MCAP), not JSON: save or pipe the bytes as they come.' }),
   ErrorDetail: ErrorDetailSchema,
   ErrorEnvelope: ErrorEnvelopeSchema,
 } as const satisfies Record<string, z.ZodType>;
@@ -108,6 +112,11 @@ export interface ApiSuccess {
   status: 200 | 201;
   schema: ResponseSchemaName;
   description: string;
+  /**
+   * The media types of a body that is a streamed file rather than JSON (the request picks one); `schema`
+   * then names a string. Absent: the body is JSON of `schema`.
+   */
+  media?: readonly string[];
 }
 
 export interface ApiRoute {
@@ -248,6 +257,26 @@ const ROUTE_TABLE = [
     auth: 'datasets:read',
     query: ListEventsQuerySchema,
     success: [{ status: 200, schema: 'EventList', description: 'the events' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/export',
+    operationId: 'exportDataset',
+    tag: 'Telemetry',
+    summary: "Download a dataset's raw rows as CSV or MCAP, streamed (addition to the spec)",
+    description:
+      'Raw rows, never downsampled, in time order, written as they are read (a long flight is never held whole in memory). ' +
+      '`channel` repeats (`&channel=a&channel=b`); none exports every channel; an unknown one is 400 naming `channel`. ' +
+      'CSV: header `time,time_unix_us,<channel names…>`, time in RFC 3339 UTC with microseconds and as integer Unix µs, an empty cell where ' +
+      'a row has no value. MAVLink (narrow) datasets are on their aligned time axis, one row per instant at which any chosen signal has a sample. ' +
+      'MCAP (Foxglove opens it): MAVLink datasets one channel `/mavlink/<MESSAGE>` per message type, wide datasets one channel `/rows`, ' +
+      'JSON-schema-encoded JSON messages with log time = sample time; events on `/events` as `foxglove.Log`. ' +
+      'The file name comes in Content-Disposition. An error after the first bytes were sent cannot change the status: ' +
+      'the download then ends early (CSV: without its last newline; MCAP: without its footer, which readers report).',
+    auth: 'datasets:read',
+    query: ExportQuerySchema,
+    success: [{ status: 200, schema: 'ExportFile', description: 'the file, streamed', media: Object.values(EXPORT_MEDIA_TYPES) }],
     errors: ['not_found'],
   },
   // Commands
@@ -433,6 +462,24 @@ const ROUTE_TABLE = [
     body: 'DeleteWebhookRequest',
     success: [{ status: 200, schema: 'DeleteWebhookResponse', description: 'deleted' }],
     errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/webhooks/test',
+    operationId: 'testWebhook',
+    tag: 'Webhooks',
+    summary: 'Send a signed `ping` event to an endpoint now and answer its delivery attempt (addition to the spec)',
+    description:
+      'One attempt through the delivery engine (URL rules re-checked, signed with every valid secret, same headers and time-out as a ' +
+      'command delivery), not retried. Its body is `{"eventType":"ping","sentAt":"<RFC 3339>","endpoint":{"id","organizationId"}}` ' +
+      '(`PingBody` in @sortie/contracts): no command, no ack token. A receiver verifies it like any delivery, answers 2xx and acts on ' +
+      'nothing. The attempt is answered, not stored: its `commandId` is `00000000-0000-0000-0000-000000000000` and `eventType` `ping`; ' +
+      'a failed ping (statusCode 0 or non-2xx, `error` set) is still 200 here and never counts toward auto-disable. ' +
+      'A disabled endpoint is 409.',
+    auth: 'webhooks:write',
+    body: 'WebhookTestRequest',
+    success: [{ status: 200, schema: 'DeliveryAttempt', description: 'the attempt, whatever the receiver answered' }],
+    errors: ['not_found', 'conflict'],
   },
   {
     method: 'get',
