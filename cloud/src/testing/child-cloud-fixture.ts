@@ -27,8 +27,9 @@ export interface ChildCloudFixture {
   close(): Promise<void>;
 }
 
-export async function startChildCloudFixture(): Promise<ChildCloudFixture> {
-  const testDb = await createTestDatabase();
+/** `adminUrl`: another PostgreSQL server than the shared one (a test that restarts its own). */
+export async function startChildCloudFixture(options: { adminUrl?: string } = {}): Promise<ChildCloudFixture> {
+  const testDb = await createTestDatabase(options.adminUrl);
   const cert = await makeSelfSignedCertificate([RECEIVER_HOST]);
   const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-child-'));
   const namespace = uniqueNatsNamespace();

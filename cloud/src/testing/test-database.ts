@@ -10,22 +10,22 @@ export interface TestDatabase {
 }
 
 /** A fresh database per test file, dropped afterwards, so files never see each other's rows. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export async function createTestDatabase(adminUrl = TEST_ADMIN_URL): Promise<TestDatabase> {
   const name = `sortie_test_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  const admin = new pg.Client({ connectionString: TEST_ADMIN_URL });
+  const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
     await admin.query(`create database ${name}`);
   } finally {
     await admin.end();
   }
-  const url = new URL(TEST_ADMIN_URL);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
     drop: async () => {
-      const client = new pg.Client({ connectionString: TEST_ADMIN_URL });
+      const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
       try {
         await client.query(`drop database if exists ${name} with (force)`);
