@@ -8,6 +8,7 @@ import { datasetsRoutes } from './datasets/routes.ts';
 import { deliveriesRoutes } from './delivery/routes.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { experimentsRoutes } from './experiments/routes.ts';
+import { RPC_PREFIX, telemetryRpcRoutes } from './grpc/http-routes.ts';
 import { appendRoutes } from './telemetry/append-route.ts';
 import { notificationsRoutes } from './notifications/routes.ts';
 import { httpMetrics } from './observability/http-metrics.ts';
@@ -33,14 +34,12 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
       'http request',
     );
   });
-  app.use(
-    '/api/*',
-    bodyLimit({
-      maxSize: ctx.config.http.bodyLimit,
-      onError: (c) =>
-        renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
-    }),
-  );
+  const limit = bodyLimit({
+    maxSize: ctx.config.http.bodyLimit,
+    onError: (c) => renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
+  });
+  // TelemetryService's Connect handlers bound their messages themselves (readMaxBytes, RESOURCE_EXHAUSTED), as on the gRPC port.
+  app.use('/api/*', (c, next) => (c.req.path.startsWith(`${RPC_PREFIX}/`) ? next() : limit(c, next)));
 
   app.route('/', operationsRoutes(ctx));
   app.route('/api', experimentsRoutes(ctx));
@@ -54,6 +53,7 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', webhooksRoutes(ctx));
   app.route('/api', deliveriesRoutes(ctx));
   app.route('/api', notificationsRoutes(ctx));
+  app.route('/api', telemetryRpcRoutes(ctx));
   app.route('/', docsRoutes(ctx));
   app.route('/', consoleRoutes(ctx));
 

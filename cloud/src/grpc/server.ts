@@ -2,7 +2,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { compressionGzip, connectNodeAdapter } from '@connectrpc/connect-node';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { KeyCache } from '../auth/key-cache.ts';
@@ -10,11 +10,11 @@ import { answerParserErrors } from '../http/client-error.ts';
 import { REQUEST_ID_HEADER, requestIdFrom } from '../http/request-id.ts';
 import type { GrpcDeps } from './rpc/deps.ts';
 import { ERROR_CODE_TRAILER } from './rpc/errors.ts';
-import { telemetryRequestGate } from './rpc/gate.ts';
 import { grpcPortCloser } from './graceful-close.ts';
 import { createH2cListener } from './h2c-listener.ts';
 import { isJsonContentType, LazyTelemetryService } from './rpc/lazy-schema.ts';
 import { GRPC_LIMITS } from './rpc/limits.ts';
+import { telemetryHandlerOptions } from './rpc/options.ts';
 import { queryHandler } from './routes/query.ts';
 import { streamSubmitHandler } from './routes/stream-submit.ts';
 import { submitHandler } from './routes/submit.ts';
@@ -38,16 +38,7 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
   const deps: GrpcDeps = { ctx, keys: new KeyCache(ctx.db, ctx.clock, ctx.config.grpc.keyCacheSeconds), draining: draining.signal };
   // Aborts every handler's context signal: only when the grace period is over and calls are cut.
   const shutdown = new AbortController();
-  const options = {
-    readMaxBytes: GRPC_LIMITS.readMaxBytes,
-    writeMaxBytes: GRPC_LIMITS.writeMaxBytes,
-    compressMinBytes: GRPC_LIMITS.compressMinBytes,
-    maxTimeoutMs: GRPC_LIMITS.maxTimeoutMs,
-    acceptCompression: [compressionGzip],
-    shutdownSignal: shutdown.signal,
-    // Authenticate from the headers alone, before a single request byte is read or parsed.
-    requestGate: telemetryRequestGate(deps),
-  };
+  const options = telemetryHandlerOptions(deps, shutdown.signal);
   const impl = { submit: submitHandler(deps), streamSubmit: streamSubmitHandler(deps), query: queryHandler(deps) };
   // Binary requests leave point payloads encoded for the fast decoder; JSON ones are decoded as generated.
   const binary = connectNodeAdapter({ ...options, fallback: noSuchRpc as never, routes: (router) => router.service(LazyTelemetryService, impl as never) });
