@@ -74,7 +74,7 @@ export async function registerEndpoint(
   url: string,
   files: ReceiverFiles,
 ): Promise<{ id: string; secret: string; how: 'reused' | 'rotated' | 'created' }> {
-  const existing = (await client.webhooks.list()).find((e) => e.url === url && e.enabled);
+  const existing = (await client.webhooks.list()).find((e) => e.url === url && e.disabledAt === null);
   const stored = existsSync(files.secret) ? (await readFile(files.secret, 'utf8')).trim() : '';
   if (existing && stored) return { id: existing.id, secret: stored, how: 'reused' };
   const endpoint = existing

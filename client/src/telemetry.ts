@@ -1,0 +1,108 @@
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import type { Interceptor, Transport } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-web';
+import { API_KEY_HEADER, ERROR_STATUS, TelemetryService } from '@sortie/contracts';
+import type { ErrorCode, QueryRequestSchema, QueryResponse, SubmitRequestSchema, SubmitResponse } from '@sortie/contracts';
+import { SortieApiError } from './errors.ts';
+import { newRequestId, REQUEST_ID_HEADER, type ResponseInfo } from './http.ts';
+
+/** The trailer (or header) in which the service sends its error code beside the gRPC status. */
+export const ERROR_CODE_TRAILER = 'x-sortie-error-code';
+
+export type QueryRequestInit = MessageInitShape<typeof QueryRequestSchema>;
+export type SubmitRequestInit = MessageInitShape<typeof SubmitRequestSchema>;
+
+export interface RpcOptions {
+  signal?: AbortSignal;
+  requestId?: string;
+  timeoutMs?: number;
+  onResponse?: (info: ResponseInfo) => void;
+}
+
+/** The spec's code for a gRPC status when the service sent none (a proxy, or the network). */
+const CODE_OF_STATUS: Partial<Record<Code, ErrorCode>> = {
+  [Code.InvalidArgument]: 'invalid_request',
+  [Code.OutOfRange]: 'invalid_request',
+  [Code.Unauthenticated]: 'unauthorized',
+  [Code.PermissionDenied]: 'insufficient_scope',
+  [Code.NotFound]: 'not_found',
+  [Code.FailedPrecondition]: 'conflict',
+  [Code.AlreadyExists]: 'conflict',
+  [Code.ResourceExhausted]: 'rate_limited',
+  [Code.DeadlineExceeded]: 'request_timeout',
+};
+
+function isErrorCode(value: string | null): value is ErrorCode {
+  return value !== null && Object.hasOwn(ERROR_STATUS, value);
+}
+
+/**
+ * A failed RPC as the same typed error HTTP calls throw: the service's own code from
+ * `x-sortie-error-code` (so callers branch alike on both), the status that code travels with over HTTP.
+ * What is no ConnectError (a bug in the caller) passes through.
+ */
+export function rpcError(error: unknown, requestId: string): unknown {
+  if (!(error instanceof ConnectError)) return error;
+  const sent = error.metadata.get(ERROR_CODE_TRAILER);
+  const code: ErrorCode | 'http_error' = isErrorCode(sent) ? sent : (CODE_OF_STATUS[error.code] ?? (error.code === Code.Internal ? 'internal_error' : 'http_error'));
+  return new SortieApiError({
+    status: code === 'http_error' ? 0 : ERROR_STATUS[code],
+    code,
+    message: error.rawMessage,
+    requestId: error.metadata.get(REQUEST_ID_HEADER) ?? requestId,
+    cause: error,
+  });
+}
+
+/** Sends the API key and a request id on every call of a transport. */
+export function authInterceptor(apiKey: string | undefined): Interceptor {
+  return (next) => async (request) => {
+    if (apiKey) request.header.set(API_KEY_HEADER, apiKey);
+    if (!request.header.has(REQUEST_ID_HEADER)) request.header.set(REQUEST_ID_HEADER, newRequestId());
+    return await next(request);
+  };
+}
+
+export interface TelemetryClient {
+  /** Downsampled read-back of channels over a time range (scope telemetry:read). */
+  query(request: QueryRequestInit, options?: RpcOptions): Promise<QueryResponse>;
+  /** One batch of points into one dataset (scope telemetry:write). */
+  submit(request: SubmitRequestInit, options?: RpcOptions): Promise<SubmitResponse>;
+}
+
+/**
+ * Query and Submit over a fetch-based Connect transport: the Connect protocol is plain HTTP/1.1 POSTs,
+ * so the same client runs in Node, Deno and the browser (gRPC proper needs HTTP/2 trailers, which
+ * fetch cannot read). Binary protobuf on the wire, the smaller and faster form.
+ */
+export function createTelemetryClient(options: { baseUrl: string; apiKey?: string; fetch?: typeof globalThis.fetch; transport?: Transport }): TelemetryClient {
+  const transport =
+    options.transport ??
+    createConnectTransport({
+      baseUrl: options.baseUrl,
+      useBinaryFormat: true,
+      fetch: options.fetch,
+      interceptors: [authInterceptor(options.apiKey)],
+    });
+  const client = createClient(TelemetryService, transport);
+  const run = async <T>(call: (headers: Headers, signal?: AbortSignal, timeoutMs?: number) => Promise<T>, operationId: string, rpc: RpcOptions = {}): Promise<T> => {
+    const requestId = rpc.requestId ?? newRequestId();
+    const headers = new Headers({ [REQUEST_ID_HEADER]: requestId });
+    try {
+      const answer = await call(headers, rpc.signal, rpc.timeoutMs);
+      rpc.onResponse?.({ operationId, status: 200, requestId });
+      return answer;
+    } catch (error) {
+      const mapped = rpcError(error, requestId);
+      if (mapped instanceof SortieApiError) rpc.onResponse?.({ operationId, status: mapped.status, requestId: mapped.requestId });
+      throw mapped;
+    }
+  };
+  return {
+    query: (request, rpc) =>
+      run((headers, signal, timeoutMs) => client.query(request, { headers, signal, timeoutMs }), 'TelemetryService.Query', rpc),
+    submit: (request, rpc) =>
+      run((headers, signal, timeoutMs) => client.submit(request, { headers, signal, timeoutMs }), 'TelemetryService.Submit', rpc),
+  };
+}
