@@ -5,7 +5,9 @@ import { commandsRoutes } from './commands/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
 import type { AppContext } from './platform/context.ts';
 import { datasetsRoutes } from './datasets/routes.ts';
+import type { DeliveryDeps } from './delivery/deliver.ts';
 import { deliveriesRoutes } from './delivery/routes.ts';
+import { webhookTestRoutes } from './delivery/test-event-route.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { experimentsRoutes } from './experiments/routes.ts';
 import { RPC_PREFIX, telemetryRpcRoutes } from './grpc/http-routes.ts';
@@ -19,10 +21,15 @@ import { ApiError } from './http/api-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import { docsRoutes } from './api-docs/routes.ts';
-import { renderError } from './http/render-error.ts';
+import { renderError, renderThrown } from './http/render-error.ts';
 import { requestId } from './http/request-id.ts';
 
-export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
+export interface HttpAppParts {
+  /** The delivery engine's sender, for POST /api/webhooks/test; without it that route cannot send (tests that only list routes). */
+  sendWebhook?: DeliveryDeps['send'];
+}
+
+export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId);
   app.use(httpMetrics(ctx.metrics));
@@ -52,16 +59,14 @@ export function createHttpApp(ctx: AppContext): Hono<AppEnv> {
   app.route('/api', templatesRoutes(ctx));
   app.route('/api', webhooksRoutes(ctx));
   app.route('/api', deliveriesRoutes(ctx));
+  app.route('/api', webhookTestRoutes(ctx, parts.sendWebhook));
   app.route('/api', notificationsRoutes(ctx));
   app.route('/api', telemetryRpcRoutes(ctx));
   app.route('/', docsRoutes(ctx));
   app.route('/', consoleRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
-  app.onError((error, c) => {
-    if (error instanceof ApiError) return renderError(c, error);
-    ctx.logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
-    return renderError(c, new ApiError('internal_error', 'internal error; quote the request id when reporting it'));
-  });
+  // The envelope for whatever a route threw; a database outage is 503 unavailable, not a 500.
+  app.onError((error, c) => renderThrown(c, error, ctx.logger));
   return app;
 }

@@ -19,6 +19,9 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
+  // A dependency the request needs (the database) is unreachable for the moment, e.g. restarting: the
+  // request did nothing, and the same request may be sent again after Retry-After.
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

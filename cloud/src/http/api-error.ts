@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from '@sortie/contracts';
 
 /** A failure the client should see in the spec's envelope. Anything else thrown becomes 500 internal_error. */
@@ -24,3 +25,21 @@ export const invalidRequest = (message: string, details: ErrorDetail[] = []) =>
 export const notFound = (message: string) => new ApiError('not_found', message);
 export const conflict = (message: string) => new ApiError('conflict', message);
 export const forbidden = (message: string) => new ApiError('forbidden', message);
+
+/** Seconds a client is told to wait before sending again a request refused while the database was unreachable. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * What a thrown error means for the client, when it is not a server fault: an ApiError as it is, a
+ * query that failed because PostgreSQL was unreachable (stopped, restarting, failing over) as 503
+ * `unavailable` with Retry-After. Anything else is a fault (undefined): 500, logged.
+ */
+export function clientFacingError(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (isDatabaseUnavailable(error)) {
+    return new ApiError('unavailable', 'the database is unreachable for the moment; nothing was done, send the request again shortly', {
+      headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    });
+  }
+  return undefined;
+}

@@ -109,6 +109,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   headers_too_large: 'the request line and headers exceed 16 KiB',
   rate_limited: 'too many attempts; wait for Retry-After seconds',
   internal_error: 'an unexpected fault; quote the request id when reporting it',
+  unavailable: 'the database is unreachable for the moment (restarting, failing over); nothing was done, send the request again after Retry-After seconds',
 };
 
 /** Codes every route of a kind can answer, on top of those the table names. */
@@ -122,6 +123,7 @@ function errorCodes(route: ApiRoute): ErrorCode[] {
   if (route.body) codes.add('payload_too_large');
   for (const code of route.errors) codes.add(code);
   codes.add('internal_error');
+  codes.add('unavailable');
   return [...codes];
 }
 

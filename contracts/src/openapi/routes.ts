@@ -135,7 +135,7 @@ export interface ApiRoute {
   /**
    * Codes particular to this route. The builder adds the ones every route of its kind can answer:
    * unauthorized and insufficient_scope behind an API key, invalid_request with a body or query,
-   * payload_too_large with a body, internal_error always.
+   * payload_too_large with a body, internal_error and unavailable (the database unreachable) always.
    */
   errors: readonly ErrorCode[];
 }

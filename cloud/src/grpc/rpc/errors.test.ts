@@ -21,6 +21,7 @@ describe('gRPC status of each error code', () => {
       431: Code.ResourceExhausted,
       429: Code.ResourceExhausted,
       500: Code.Internal,
+      503: Code.Unavailable,
     };
     expect(Object.keys(GRPC_CODE).sort()).toEqual([...ERROR_CODES].sort());
     for (const code of ERROR_CODES) expect(GRPC_CODE[code], code).toBe(grpcForHttp[ERROR_STATUS[code]]);

@@ -1,7 +1,7 @@
 import type { DescMethod } from '@bufbuild/protobuf';
-import { ERROR_STATUS, type ErrorCode } from '@sortie/contracts';
+import type { ErrorCode } from '@sortie/contracts';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ApiError } from '../../http/api-error.ts';
+import { clientFacingError } from '../../http/api-error.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { NotYetSupportedError } from '../../telemetry/sinks.ts';
 
@@ -22,6 +22,7 @@ export const GRPC_CODE: Readonly<Record<ErrorCode, Code>> = {
   headers_too_large: Code.ResourceExhausted,
   rate_limited: Code.ResourceExhausted,
   internal_error: Code.Internal,
+  unavailable: Code.Unavailable,
 };
 
 export const ERROR_CODE_TRAILER = 'x-sortie-error-code';
@@ -31,8 +32,10 @@ export const ERROR_CODE_TRAILER = 'x-sortie-error-code';
  * the request id and answered INTERNAL without their message, which may hold SQL or internals.
  */
 export function toConnectError(error: unknown, log?: { logger: Logger; requestId: string }): ConnectError {
-  if (error instanceof ApiError) {
-    return new ConnectError(error.message, GRPC_CODE[error.code], { [ERROR_CODE_TRAILER]: error.code });
+  const known = clientFacingError(error);
+  if (known) {
+    if (known.code === 'unavailable') log?.logger.warn({ err: error, requestId: log.requestId }, 'database unreachable; answered UNAVAILABLE');
+    return new ConnectError(known.message, GRPC_CODE[known.code], { [ERROR_CODE_TRAILER]: known.code });
   }
   if (error instanceof NotYetSupportedError) return new ConnectError(error.message, Code.Unimplemented);
   if (error instanceof ConnectError) return error;
@@ -42,10 +45,6 @@ export function toConnectError(error: unknown, log?: { logger: Logger; requestId
   });
 }
 
-
-// The spec code that answers 503, when the contracts define one; until then a server that is going away
-// answers internal_error, which clients retry as well.
-const UNAVAILABLE_CODE = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((code) => (ERROR_STATUS[code] as number) === 503) ?? 'internal_error';
 
 /**
  * The spec code for a ConnectError the protocol layer raised on its own (bad framing, an unknown
@@ -67,7 +66,7 @@ const SPEC_CODE_OF_GRPC: Readonly<Record<Code, ErrorCode>> = {
   // An unknown compression, a unary call without its message: the request cannot be served as sent.
   [Code.Unimplemented]: 'invalid_request',
   [Code.Internal]: 'internal_error',
-  [Code.Unavailable]: UNAVAILABLE_CODE,
+  [Code.Unavailable]: 'unavailable',
   [Code.DataLoss]: 'internal_error',
   [Code.Unauthenticated]: 'unauthorized',
 };
