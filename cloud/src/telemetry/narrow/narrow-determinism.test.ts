@@ -1,0 +1,169 @@
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatasetRow } from '../../db/schema.ts';
+import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
+import type { TelemetrySink } from '../ingest/sink.ts';
+import { fixtureFrames, fixturePoints, type FixtureFrame, type PointInit } from './fixture-frames.ts';
+import { openNarrowSink } from './narrow-sink.ts';
+import { px4CaptureFrames, px4LikeStream } from './px4-fixture.ts';
+import { queryNarrow } from './query.ts';
+import { readStoredSamples } from './stored-samples.ts';
+import { create } from '@bufbuild/protobuf';
+import { TelemetryPointSchema } from '@sortie/contracts';
+
+// The same frames give the same stored rows and the same aligned series whatever the batch split, the
+// redeliveries, or the agent restarts in between (docs/decisions/0006-narrow-mavlink.md, boot sessions).
+
+let t: TestService;
+let org: TestOrg;
+let experimentId: string;
+
+beforeAll(async () => {
+  t = await startTestService();
+  org = await t.createOrg();
+  experimentId = (await t.call('POST', '/api/experiments/create', { key: org.key, body: { name: 'determinism' } })).body.id;
+});
+afterAll(() => t?.stop());
+
+let registered = 0;
+async function newDataset(): Promise<DatasetRow> {
+  const response = await t.call('POST', '/api/streams/register', {
+    key: org.key,
+    body: { experimentId, datasetName: `d${registered++}`, storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' },
+  });
+  expect(response.status).toBeLessThan(300);
+  return t.service.ctx.db.selectFrom('datasets').selectAll().where('id', '=', response.body.datasetId).executeTakeFirstOrThrow();
+}
+
+/** One upload step: send points [from, to), first restarting the agent (a fresh sink, no cached sessions) when `restart`. */
+interface Step {
+  from: number;
+  to: number;
+  restart: boolean;
+}
+
+async function upload(points: readonly PointInit[], steps: readonly Step[]): Promise<DatasetRow> {
+  const dataset = await newDataset();
+  const messages = points.map((p) => create(TelemetryPointSchema, p));
+  let sink: TelemetrySink | undefined;
+  for (const step of steps) {
+    if (!sink || step.restart) sink = await openNarrowSink(t.service.ctx, dataset);
+    await sink.stage({ points: messages.slice(step.from, step.to) }, (i) => `points[${i}]`);
+    await sink.flush();
+  }
+  return dataset;
+}
+
+const SIGNALS = ['mavlink.ATTITUDE.roll', 'mavlink.ATTITUDE.time_boot_ms', 'mavlink.HEARTBEAT.custom_mode'];
+
+/** Everything a client can see of the upload: every stored sample, the sessions, and aligned series. */
+async function snapshot(dataset: DatasetRow): Promise<string> {
+  const db = t.service.ctx.db;
+  const samples = await readStoredSamples(db, dataset.id);
+  const sessions = await sql`
+    select boot_session, compid, first_frame_seq::text, gps_offset_us::text, agent_offset_us::text, first_received_us::text, last_received_us::text
+    from narrow_boot_sessions where dataset_id = ${dataset.id}::uuid order by boot_session`.execute(db);
+  // Per signal, so one a capture lacks (NOT_FOUND) still compares as that error.
+  const series = await Promise.all(
+    SIGNALS.map((name) =>
+      queryNarrow(db, { datasetId: dataset.id, channelIds: [name], from: undefined, to: undefined, maxPoints: 1_000_000 }).catch((error: Error) => error.message),
+    ),
+  );
+  return JSON.stringify({ samples, sessions: sessions.rows, series });
+}
+
+/**
+ * Random plans: cut the frames into in-order batches; after some batches redeliver a random range of
+ * what was already sent (an agent resending after a lost ack), and restart the agent before some.
+ */
+function plans(n: number, hot: readonly number[]) {
+  // Cuts anywhere, and often within a few frames of where a decision falls (a reboot and its confirmations).
+  const anywhere = fc.integer({ min: 1, max: n - 1 });
+  const near = hot.length === 0 ? anywhere : fc.tuple(fc.constantFrom(...hot), fc.integer({ min: -3, max: 4 })).map(([h, d]) => Math.min(n - 1, Math.max(1, h + d)));
+  const cut = fc.uniqueArray(fc.oneof(anywhere, near), { maxLength: 12 }).map((cuts) => [0, ...cuts.sort((a, b) => a - b), n]);
+  return fc
+    .tuple(cut, fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.boolean()), { minLength: 13, maxLength: 13 }))
+    .map(([bounds, extras]) => {
+      const steps: Step[] = [];
+      for (let i = 0; i + 1 < bounds.length; i++) {
+        const [a, b, redeliver, restart] = extras[i]!;
+        steps.push({ from: bounds[i]!, to: bounds[i + 1]!, restart });
+        if (redeliver) {
+          const end = bounds[i + 1]!;
+          const x = Math.floor(a * end);
+          const y = Math.floor(b * end);
+          if (x !== y) steps.push({ from: Math.min(x, y), to: Math.max(x, y), restart: false });
+        }
+      }
+      return steps;
+    });
+}
+
+const CASES: Array<{ name: string; frames: () => FixtureFrame[]; hot: () => number[]; runs: number }> = [
+  { name: 'PX4-like stream with a reboot', frames: () => px4LikeStream().frames, hot: () => [px4LikeStream().rebootAt], runs: 15 },
+  { name: 'real PX4 capture (node-mavlink example)', frames: () => px4CaptureFrames(), hot: () => [], runs: 8 },
+  { name: 'ardupilot-v2.mavlink', frames: () => fixtureFrames('ardupilot-v2.mavlink'), hot: () => [], runs: 8 },
+  { name: 'arduplane-sitl-vtol.tlog', frames: () => fixtureFrames('arduplane-sitl-vtol.tlog'), hot: () => [], runs: 3 },
+];
+
+describe('uploads of random splits and redeliveries store the same rows and answer the same series', () => {
+  for (const c of CASES) {
+    it(c.name, { timeout: 240_000 }, async () => {
+      const points = fixturePoints(c.frames());
+      const reference = await snapshot(await upload(points, [{ from: 0, to: points.length, restart: false }]));
+      await fc.assert(
+        fc.asyncProperty(plans(points.length, c.hot()), async (steps) => {
+          expect(await snapshot(await upload(points, steps))).toBe(reference);
+        }),
+        { numRuns: c.runs, seed: 14 },
+      );
+    });
+  }
+});
+
+describe('one session per real boot', () => {
+  it('the PX4-like stream: HOME_POSITION\'s event time opens no session, the reboot opens one, every sample returned in order', async () => {
+    const stream = px4LikeStream();
+    const dataset = await upload(fixturePoints(stream.frames), [{ from: 0, to: stream.frames.length, restart: false }]);
+    const samples = await readStoredSamples(t.service.ctx.db, dataset.id);
+    for (const s of samples) expect(s.bootSession).toBe(s.frameSeq <= stream.rebootAt ? 1 : 2);
+    // HOME_POSITION rows are on the receive time; time_usec stays a value of its signal.
+    const home = samples.filter((s) => s.signal === 'mavlink.HOME_POSITION.time_usec');
+    expect(home.length).toBeGreaterThan(0);
+    expect(home.every((s) => s.timeSource === 'agent' && s.bootUs === null)).toBe(true);
+    expect(new Set(home.filter((s) => s.bootSession === 1).map((s) => s.value))).toEqual(new Set([6_332_000]));
+
+    const [roll] = await queryNarrow(t.service.ctx.db, { datasetId: dataset.id, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: 100_000 });
+    expect(roll!.samples).toHaveLength(stream.attitudes[0] + stream.attitudes[1]);
+    expect(roll!.rawPoints).toBe(stream.attitudes[0] + stream.attitudes[1]);
+    const times = roll!.samples.map((s) => s.t);
+    for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!);
+    // Each boot is on the agent's clock: the first sample of each boot near when it was received.
+    const firstAfter = stream.frames[stream.rebootAt]!.receivedUs;
+    expect(Math.abs(times[0]! - stream.frames[0]!.receivedUs)).toBeLessThan(5_000);
+    expect(Math.abs(times[stream.attitudes[0]]! - firstAfter)).toBeLessThan(5_000);
+  });
+
+  it('the real PX4 capture: one session, all 505 ATTITUDE.roll samples in order', async () => {
+    const frames = px4CaptureFrames();
+    const dataset = await upload(fixturePoints(frames), [{ from: 0, to: frames.length, restart: false }]);
+    const sessions = await sql<{ n: number }>`select count(*)::int as n from narrow_boot_sessions where dataset_id = ${dataset.id}::uuid`.execute(t.service.ctx.db);
+    expect(sessions.rows[0]!.n).toBe(1);
+    const [roll] = await queryNarrow(t.service.ctx.db, { datasetId: dataset.id, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: 100_000 });
+    expect(roll!.samples).toHaveLength(505);
+    const times = roll!.samples.map((s) => s.t);
+    for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThanOrEqual(times[i - 1]!);
+  });
+
+  it('two samples at one instant are both returned', async () => {
+    // The same ATTITUDE sent twice (two frame_seq, one time_boot_ms): both are stored samples.
+    const frames = px4LikeStream().frames.slice(0, 20);
+    const doubled = [...frames, frames[0]!];
+    const dataset = await upload(fixturePoints(doubled), [{ from: 0, to: doubled.length, restart: false }]);
+    const attitudes = doubled.filter((f) => f.frame.msgid === 30).length;
+    const [roll] = await queryNarrow(t.service.ctx.db, { datasetId: dataset.id, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: attitudes });
+    expect(roll!.samples).toHaveLength(attitudes);
+    expect(roll!.samples[0]!.t).toBe(roll!.samples[1]!.t);
+  });
+});
