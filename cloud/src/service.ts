@@ -114,7 +114,7 @@ export class SortieService {
   }
 
   async start(): Promise<void> {
-    const app = createHttpApp(this.ctx);
+    const app = createHttpApp(this.ctx, { sendWebhook: this.delivery.send });
     const { host, port } = this.ctx.config.http;
     await new Promise<void>((resolve, reject) => {
       const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions: httpServerOptions(this.ctx.config.http.timeouts) }, () => resolve());

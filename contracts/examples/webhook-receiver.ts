@@ -1,6 +1,7 @@
 /**
  * An example Sortie webhook receiver, the shape the spec recommends: verify → persist durably → answer
  * 2xx at once → act at most once per command.id → acknowledge through ack.url (nack when refusing).
+ * A verified `ping` (a test event) is answered 200 and nothing else: no journal entry, no ack.
  *
  *   SORTIE_WEBHOOK_SECRETS=whsec_… node contracts/examples/webhook-receiver.ts
  *
@@ -131,6 +132,9 @@ export async function createWebhookReceiver(options: ReceiverOptions): Promise<W
         if (error instanceof WebhookVerificationError) return { status: 401, body: error.code };
         throw error;
       }
+      // A `ping` (POST /api/webhooks/test, or the console's "send test event") proves URL, TLS and secret:
+      // answer 2xx and act on nothing. It names no command and carries no ack token.
+      if ((body as { eventType?: unknown }).eventType === 'ping') return { status: 200, body: 'pong' };
       if (body.eventType !== 'command.dispatched') return { status: 202, body: 'ignored event type' };
       // At-least-once delivery: the same command may arrive again; act on it only the first time.
       if (state.has(body.command.id)) return { status: 200, body: 'duplicate' };

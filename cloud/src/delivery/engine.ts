@@ -85,6 +85,11 @@ export class DeliveryEngine {
     return engine;
   }
 
+  /** The engine's sender (pinned pools, extra CA, or a test's double): a webhook test event goes out through it too. */
+  get send(): DeliveryDeps['send'] {
+    return this.#deps.send;
+  }
+
   async start(): Promise<void> {
     await this.queue.start(createDeliveryHandler(this.#deps), { concurrency: this.#ctx.config.delivery.concurrency });
     this.#relay = startRelay({ db: this.#ctx.db, queue: this.queue, clock: this.#ctx.clock, logger: this.#ctx.logger, options: this.#relayOptions });
