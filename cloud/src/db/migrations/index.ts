@@ -5,9 +5,8 @@ import * as m0003 from './0003-telemetry-rollups.ts';
 import * as m0004 from './0004-delivery-engine.ts';
 import * as m0005 from './0005-narrow-telemetry.ts';
 import * as m0006 from './0006-narrow-boot-clock.ts';
-import * as m0008 from './0008-api-key-changes.ts';
-import * as m0008 from './0008-api-key-changes.ts';
 import * as m0007 from './0007-narrow-message-tables.ts';
+import * as m0008 from './0008-api-key-changes.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -17,9 +16,8 @@ export const migrations: Record<string, Migration> = {
   '0004-delivery-engine': m0004,
   '0005-narrow-telemetry': m0005,
   '0006-narrow-boot-clock': m0006,
-  '0008-api-key-changes': m0008,
-  '0008-api-key-changes': m0008,
   '0007-narrow-message-tables': m0007,
+  '0008-api-key-changes': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {
