@@ -1,0 +1,71 @@
+import type { CommandSpec } from '../context.ts';
+import { stringValue } from '../context.ts';
+import { json, table } from '../output.ts';
+
+/** Experiments, datasets, channels, events: what a key's organization holds. */
+export const LISTINGS: CommandSpec[] = [
+  {
+    words: ['experiments'],
+    usage: '',
+    summary: 'list experiments, newest first, with their dataset counts',
+    required: 0,
+    async run(ctx) {
+      const experiments = await ctx.client.experiments.list();
+      ctx.out(
+        ctx.json
+          ? json(experiments)
+          : table(['ID', 'NAME', 'DATASETS', 'CREATED'], experiments.map((e) => [e.id, e.name, e.datasets.length, e.createdAt])),
+      );
+    },
+  },
+  {
+    words: ['datasets'],
+    usage: '',
+    summary: 'list datasets (of every experiment, or of --experiment ID)',
+    options: { experiment: { type: 'string' } },
+    required: 0,
+    async run(ctx) {
+      const only = stringValue(ctx.values, 'experiment');
+      const experiments = await ctx.client.experiments.list();
+      const datasets = experiments.filter((e) => only === undefined || e.id === only).flatMap((e) => e.datasets.map((d) => ({ ...d, experimentName: e.name })));
+      ctx.out(
+        ctx.json
+          ? json(datasets)
+          : table(
+              ['ID', 'NAME', 'SHAPE', 'EXPERIMENT', 'CREATED'],
+              datasets.map((d) => [d.id, d.name, d.storageShape === 'narrow' ? `narrow (${d.format})` : 'wide', d.experimentName, d.createdAt]),
+            ),
+      );
+    },
+  },
+  {
+    words: ['channels'],
+    usage: '<datasetId>',
+    summary: "list a dataset's channels (a MAVLink dataset's signals)",
+    required: 1,
+    async run(ctx) {
+      const channels = await ctx.client.channels.list({ datasetId: ctx.args[0]! });
+      ctx.out(
+        ctx.json
+          ? json(channels)
+          : table(['NAME', 'UNIT', 'TYPE', 'ADDRESS'], channels.map((c) => [c.name, c.unit, c.dataType, c.hypertableColName])),
+      );
+    },
+  },
+  {
+    words: ['events'],
+    usage: '<datasetId>',
+    summary: "list a dataset's events in time order (--kind KIND to filter)",
+    options: { kind: { type: 'string' } },
+    required: 1,
+    async run(ctx) {
+      const kind = stringValue(ctx.values, 'kind');
+      const events = await ctx.client.events.list({ datasetId: ctx.args[0]!, ...(kind !== undefined && { kind }) });
+      ctx.out(
+        ctx.json
+          ? json(events)
+          : table(['TIME', 'KIND', 'MESSAGE'], events.map((e) => [e.timestamp, e.kind, e.message])),
+      );
+    },
+  },
+];

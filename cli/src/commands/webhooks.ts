@@ -1,0 +1,78 @@
+import type { CommandSpec } from '../context.ts';
+import { integerValue, stringValue } from '../context.ts';
+import { json, table } from '../output.ts';
+import { record } from './commands.ts';
+
+const SECRET_NOTE = 'The secret is shown only now: give it to the receiver (verifyWebhook checks signatures with it).\n';
+
+export const WEBHOOKS_GROUP: CommandSpec[] = [
+  {
+    words: ['webhooks', 'list'],
+    usage: '',
+    summary: 'list webhook endpoints (disabled ones included; never secrets)',
+    required: 0,
+    async run(ctx) {
+      const endpoints = await ctx.client.webhooks.list();
+      ctx.out(
+        ctx.json
+          ? json(endpoints)
+          : table(
+              ['ID', 'LABEL', 'URL', 'STATE', 'CREATED'],
+              endpoints.map((e) => [e.id, e.label, e.url, e.disabledAt ? `disabled: ${e.disabledReason ?? e.disabledAt}` : e.rotatingUntil ? `rotating until ${e.rotatingUntil}` : 'enabled', e.createdAt]),
+            ),
+      );
+    },
+  },
+  {
+    words: ['webhooks', 'create'],
+    usage: '<url>',
+    summary: 'register an https endpoint (--label TEXT); prints its whsec_ secret once',
+    options: { label: { type: 'string' } },
+    required: 1,
+    async run(ctx) {
+      const url = ctx.args[0]!;
+      const endpoint = await ctx.client.webhooks.create({ url, label: stringValue(ctx.values, 'label') ?? new URL(url).host });
+      ctx.out(ctx.json ? json(endpoint) : record({ id: endpoint.id, label: endpoint.label, url: endpoint.url, secret: endpoint.secret }));
+      if (!ctx.json) ctx.note(SECRET_NOTE);
+    },
+  },
+  {
+    words: ['webhooks', 'rotate'],
+    usage: '<endpointId>',
+    summary: "rotate an endpoint's secret (--overlap SECONDS the old one stays valid, default 0); prints the new secret once",
+    options: { overlap: { type: 'string' } },
+    required: 1,
+    async run(ctx) {
+      const overlapSeconds = integerValue(ctx.values, 'overlap', { min: 0, max: 10_000_000 }) ?? 0;
+      const endpoint = await ctx.client.webhooks.rotate({ id: ctx.args[0]!, overlapSeconds });
+      ctx.out(ctx.json ? json(endpoint) : record({ id: endpoint.id, url: endpoint.url, secret: endpoint.secret, oldSecretValidUntil: endpoint.rotatingUntil }));
+      if (!ctx.json) ctx.note(SECRET_NOTE);
+    },
+  },
+  {
+    words: ['webhooks', 'test'],
+    usage: '<endpointId>',
+    summary: 'send a signed ping to an endpoint now and show what it answered',
+    required: 1,
+    async run(ctx) {
+      const attempt = await ctx.client.webhooks.test({ endpointId: ctx.args[0]! });
+      ctx.out(
+        ctx.json
+          ? json(attempt)
+          : record({ endpoint: attempt.endpointUrl, status: attempt.statusCode || 'no answer', ms: attempt.durationMs, error: attempt.error, response: attempt.response.slice(0, 200) }),
+      );
+      // A ping the receiver did not accept is the answer the user asked for, but not a success.
+      return attempt.statusCode >= 200 && attempt.statusCode < 300 ? 0 : 1;
+    },
+  },
+  {
+    words: ['webhooks', 'delete'],
+    usage: '<endpointId>',
+    summary: 'delete an endpoint (its delivery history is kept)',
+    required: 1,
+    async run(ctx) {
+      const answer = await ctx.client.webhooks.delete({ id: ctx.args[0]! });
+      ctx.out(ctx.json ? json(answer) : `deleted ${ctx.args[0]}\n`);
+    },
+  },
+];
