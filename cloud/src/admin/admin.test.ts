@@ -181,6 +181,53 @@ describe('command-webhooks', () => {
   });
 });
 
+describe('list-orgs, list-users, list-keys', () => {
+  it('lists what create-org, create-user and create-key made, keys by prefix and state, never the key', async () => {
+    const { organizationId, ownerUserId } = await admin(['create-org', '--name', 'Listed Org']);
+    const { userId } = await admin(['create-user', '--org', organizationId, '--role', 'member', '--name', 'Grace', '--email', 'grace@example.test']);
+    const live = await admin(['create-key', '--org', organizationId, '--scopes', 'datasets:read']);
+    const expiring = await admin(['create-key', '--org', organizationId, '--scopes', 'telemetry:read', '--user', userId, '--expires-in', '1h']);
+    const revoked = await admin(['create-key', '--org', organizationId, '--scopes', 'datasets:write']);
+    await admin(['revoke-key', '--id', revoked.keyId]);
+
+    const orgs = await admin(['list-orgs']);
+    expect(orgs.find((o: { organizationId: string }) => o.organizationId === organizationId)).toEqual({
+      organizationId,
+      name: 'Listed Org',
+      createdAt: expect.stringMatching(/Z$/),
+      users: 2,
+      activeKeys: 2,
+    });
+    // Two hours on, the expiring key no longer counts.
+    const later = () => new Date(t.clock.now().getTime() + 2 * 3600_000);
+    const orgsLater = await admin(['list-orgs'], later);
+    expect(orgsLater.find((o: { organizationId: string }) => o.organizationId === organizationId).activeKeys).toBe(1);
+
+    const users = await admin(['list-users', '--org', organizationId]);
+    expect(users.map((u: { userId: string; role: string; name: string }) => [u.userId, u.role, u.name])).toEqual([
+      [ownerUserId, 'owner', expect.any(String)],
+      [userId, 'member', 'Grace'],
+    ]);
+    expect((await admin(['list-users'])).length).toBeGreaterThanOrEqual(2);
+
+    const keys = await admin(['list-keys', '--org', organizationId], later);
+    expect(keys.map((k: { keyId: string; state: string; scopes: string[]; userId: string | null }) => [k.keyId, k.state, k.scopes, k.userId])).toEqual([
+      [live.keyId, 'active', ['datasets:read'], null],
+      [expiring.keyId, 'expired', ['telemetry:read'], userId],
+      [revoked.keyId, 'revoked', ['datasets:write'], null],
+    ]);
+    for (const key of keys) {
+      expect(live.apiKey.startsWith(key.prefix) || expiring.apiKey.startsWith(key.prefix) || revoked.apiKey.startsWith(key.prefix)).toBe(true);
+      expect(JSON.stringify(key)).not.toContain(live.apiKey);
+    }
+  });
+
+  it('refuses a non-UUID or unknown --org', async () => {
+    expect((await adminError(['list-keys', '--org', 'acme'])).code).toBe('invalid_request');
+    expect((await adminError(['list-users', '--org', '00000000-0000-4000-8000-000000000000'])).code).toBe('not_found');
+  });
+});
+
 describe('the CLI as a process', () => {
   let cliDb: TestDatabase;
 
@@ -236,5 +283,12 @@ describe('the CLI as a process', () => {
     expect(code).toBe(3);
     expect(stdout).toBe('');
     expect(JSON.parse(stderr).error.code).toBe('forbidden');
+  });
+
+  it('list-orgs prints a JSON array an operator can search for a lost organization id', async () => {
+    const org = JSON.parse((await runCli(['create-org', '--name', 'CLI Lost Org'])).stdout);
+    const { code, stdout } = await runCli(['list-orgs']);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toContainEqual(expect.objectContaining({ organizationId: org.organizationId, name: 'CLI Lost Org' }));
   });
 });

@@ -4,6 +4,7 @@ import { apiKeyExists, issueApiKey, KeyIssueError, revokeApiKey } from '../auth/
 import { createOrganization, createUser, organizationExists } from '../auth/organizations.ts';
 import type { Db } from '../db/connect.ts';
 import { readCommandWebhooksEnabled, writeCommandWebhooksEnabled } from '../commands/settings.ts';
+import { listKeys, listOrganizations, listUsers } from './listings.ts';
 import { parseDuration } from './parse-duration.ts';
 
 /** A failure the CLI reports as JSON on stderr with a non-zero exit. */
@@ -23,6 +24,9 @@ export const USAGE = `usage: npm run admin -- <command> [options]
   create-key --org ID --scopes a,b [--user ID] [--expires-in 30d]  → {"apiKey","keyId","scopes","expiresAt"}
   revoke-key --id KEY_ID                                   → {"keyId","revoked"}
   command-webhooks on|off|status                           → {"commandWebhooks"}
+  list-orgs                                                → [{"organizationId","name","createdAt","users","activeKeys"}]
+  list-users [--org ID]                                    → [{"userId","organizationId","role","name","email","createdAt"}]
+  list-keys [--org ID]                                     → [{"keyId","organizationId","userId","prefix","scopes","createdAt","expiresAt","revokedAt","state"}]
 
 Scopes: commands:read commands:write datasets:read datasets:write telemetry:read telemetry:write
         webhooks:read webhooks:write (webhook scopes only for an owner: pass --user OWNER_ID)`;
@@ -101,6 +105,14 @@ export async function runAdminCommand(db: Db, argv: string[], now: () => Date = 
       if (mode === 'on' || mode === 'off') await writeCommandWebhooksEnabled(db, mode === 'on', now());
       else if (mode !== 'status') throw new AdminError('invalid_request', 'command-webhooks takes on, off or status');
       return { commandWebhooks: (await readCommandWebhooksEnabled(db)) ? 'on' : 'off' };
+    }
+    case 'list-orgs':
+      return listOrganizations(db, now());
+    case 'list-users':
+    case 'list-keys': {
+      const org = values.org === undefined ? undefined : uuid(values.org, 'org');
+      if (org !== undefined && !(await organizationExists(db, org))) throw new AdminError('not_found', `no organization ${org}`);
+      return command === 'list-users' ? listUsers(db, org) : listKeys(db, now(), org);
     }
     default:
       throw new AdminError('invalid_request', command ? `unknown command "${command}"\n${USAGE}` : USAGE);
