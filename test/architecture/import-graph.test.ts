@@ -28,7 +28,7 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['channels', 'events'],
   ['commands'],
   ['delivery'],
-  ['grpc', 'observability', 'api-docs', 'console'],
+  ['grpc', 'observability', 'api-docs', 'console', 'export'],
   ['.'],
   ['admin', 'testing'],
 ];

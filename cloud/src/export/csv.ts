@@ -1,0 +1,54 @@
+import { EXPORT_CSV_TIME_COLUMNS } from '@sortie/contracts';
+import type { RawRecord, RawRows, RawValue } from '../telemetry/raw-rows.ts';
+import { csvCell, csvText, rfc3339Micros } from './format.ts';
+
+/**
+ * The CSV of raw rows, a page at a time: `time,time_unix_us,<channel names…>`, then one line per stored
+ * row. A narrow (MAVLink) dataset's frames at one aligned instant share a line; a signal with two
+ * samples at one instant takes a second line, so every column holds exactly the samples Query returns
+ * for it, in its order.
+ */
+export async function* csvBytes(source: RawRows): AsyncGenerator<Uint8Array> {
+  const encoder = new TextEncoder();
+  const width = source.columns.length;
+  yield encoder.encode([...EXPORT_CSV_TIME_COLUMNS, ...source.columns.map((c) => csvText(c.name))].join(',') + '\n');
+  // Lines of the instant being assembled (narrow frames at one instant may span records).
+  let instant: number | undefined;
+  let lines: (RawValue | undefined)[][] = [];
+  const flush = (out: string[]) => {
+    if (instant === undefined) return;
+    const time = `${rfc3339Micros(instant)},${Math.round(instant)}`;
+    for (const line of lines) out.push(`${time},${line.map(csvCell).join(',')}\n`);
+    lines = [];
+  };
+  for await (const page of source.pages()) {
+    const out: string[] = [];
+    for (const record of page) {
+      if (record.t !== instant) {
+        flush(out);
+        instant = record.t;
+      }
+      place(lines, record, width);
+    }
+    // A page ends on a whole instant (pages never split one), so its lines can go now.
+    flush(out);
+    instant = undefined;
+    yield encoder.encode(out.join(''));
+  }
+}
+
+/**
+ * Put each of a record's values on the next line of its instant that its column has not filled: the
+ * k-th sample of a signal at one instant is on the instant's k-th line, so a column's order is Query's.
+ */
+function place(lines: (RawValue | undefined)[][], record: RawRecord, width: number): void {
+  record.values.forEach((v, i) => {
+    if (v === undefined) return;
+    let line = lines.find((l) => l[i] === undefined);
+    if (!line) {
+      line = new Array(width);
+      lines.push(line);
+    }
+    line[i] = v;
+  });
+}
