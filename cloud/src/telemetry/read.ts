@@ -53,3 +53,6 @@ export function eventsOnSeriesTime(db: Executor, dataset: DatasetRow, rows: Even
 export async function materialiseChannels(db: Executor, dataset: DatasetRow, now: Date): Promise<void> {
   if (dataset.storage_shape === 'narrow') await materialiseNarrowChannels(db, dataset, now);
 }
+
+/** Every stored sample of a narrow dataset, whatever its physical shape (tests across the wing compare them). */
+export { readStoredSamples, type StoredSample } from './narrow/stored-samples.ts';
