@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { SortieService, createLogger, createOrganization, issueApiKey, loadConfig } from '@sortie/cloud';
-import { createTestDatabase } from '@sortie/cloud/testing';
+import { createTestDatabase, readStoredSamples } from '@sortie/cloud/testing';
 import type { TestDatabase } from '@sortie/cloud/testing';
 import { SCOPES, TelemetryService } from '@sortie/contracts';
 
@@ -125,7 +125,7 @@ export async function narrowIngestMissing(cloud: CloudUnderTest): Promise<string
 }
 
 export interface NarrowCounts {
-  /** Rows (one per decoded field of a frame). */
+  /** Samples (one per decoded field of a frame). */
   readonly rows: number;
   /** Distinct frames stored (distinct frame_seq). */
   readonly frames: number;
@@ -134,22 +134,14 @@ export interface NarrowCounts {
 }
 
 /**
- * Rows and distinct frames of a narrow dataset, by SQL on the narrow table (narrow_samples, keyed by
- * dataset, frame_seq and signal). Exactly once = every frame_seq present, and as many rows as one
- * clean delivery wrote: a redelivery under the same frame_seq can only collapse, a frame stored under
- * another seq would add rows.
+ * Samples and distinct frames of a narrow dataset, from every stored sample (readStoredSamples reads
+ * the dataset's message tables, one row per frame keyed by frame_seq). Exactly once = every frame_seq
+ * present, and as many samples as one clean delivery wrote: a redelivery under the same frame_seq can
+ * only collapse, a frame stored under another seq would add samples.
  */
 export async function narrowCounts(cloud: CloudUnderTest, datasetId: string): Promise<NarrowCounts> {
-  // Kysely's builder on the service's own handle: test/ does not depend on kysely itself.
-  const r = await cloud.service.ctx.db
-    .selectFrom('narrow_samples')
-    .where('dataset_id', '=', datasetId)
-    .select((eb) => [
-      eb.fn.countAll().as('rows'),
-      eb.fn.count('frame_seq').distinct().as('frames'),
-      eb.fn.min('frame_seq').as('min'),
-      eb.fn.max('frame_seq').as('max'),
-    ])
-    .executeTakeFirstOrThrow();
-  return { rows: Number(r.rows), frames: Number(r.frames), minSeq: r.min === null ? null : Number(r.min), maxSeq: r.max === null ? null : Number(r.max) };
+  const samples = await readStoredSamples(cloud.service.ctx.db, datasetId);
+  const seqs = new Set(samples.map((s) => s.frameSeq));
+  const sorted = [...seqs].sort((a, b) => a - b);
+  return { rows: samples.length, frames: seqs.size, minSeq: sorted[0] ?? null, maxSeq: sorted[sorted.length - 1] ?? null };
 }

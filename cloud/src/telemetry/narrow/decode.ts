@@ -24,20 +24,20 @@ export type SampleVisitor = (signal: string, value: SampleValue) => void;
  */
 export type DecodableFrame = Pick<MavlinkFrame, 'msgid' | 'payload'> & { version?: 1 | 2 };
 
-const U8 = 0;
-const I8 = 1;
-const U16 = 2;
-const I16 = 3;
-const U32 = 4;
-const I32 = 5;
-const U64 = 6;
-const I64 = 7;
-const F32 = 8;
-const F64 = 9;
+export const U8 = 0;
+export const I8 = 1;
+export const U16 = 2;
+export const I16 = 3;
+export const U32 = 4;
+export const I32 = 5;
+export const U64 = 6;
+export const I64 = 7;
+export const F32 = 8;
+export const F64 = 9;
 /** A single `char`: one text value. */
-const CHAR = 10;
+export const CHAR = 10;
 /** `char[n]`: one text value, cut at the first NUL. */
-const TEXT = 11;
+export const TEXT = 11;
 
 const KINDS: Record<string, number> = {
   uint8_t: U8,

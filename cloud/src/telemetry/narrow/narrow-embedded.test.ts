@@ -1,11 +1,11 @@
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeFrame } from './decode.ts';
 import { startTestService, type TestService } from '../../testing/test-service.ts';
 import { fixtureFrames, fixturePoints } from './fixture-frames.ts';
+import { readStoredSamples } from './stored-samples.ts';
 
 // The embedded default (PGlite: text parameters, no binary arrays) runs the same narrow path.
 let t: TestService;
@@ -35,8 +35,8 @@ it('ingests, dedupes, lists and queries a capture on PGlite', async () => {
     );
   expect((await send()).written).toBe(138n);
   expect((await send()).duplicates).toBe(138n);
-  const count = await sql<{ n: number }>`select count(*)::int as n from narrow_samples where dataset_id = ${datasetId}::uuid`.execute(t.service.ctx.db);
-  expect(count.rows[0]!.n).toBe(frames.reduce((n, f) => n + decodeFrame(f.frame).length, 0));
+  const samples = await readStoredSamples(t.service.ctx.db, datasetId);
+  expect(samples).toHaveLength(frames.reduce((n, f) => n + decodeFrame(f.frame).length, 0));
   const channels = await t.call('GET', `/api/datasets/channels?datasetId=${datasetId}&experimentId=${experimentId}`, { key: org.key });
   expect(channels.body.map((c: { name: string }) => c.name)).toContain('mavlink.UNKNOWN_300.raw');
   const query = await client.query({ datasetId, channelIds: ['mavlink.ATTITUDE.roll'] }, { headers: { 'x-api-key': org.key } });

@@ -9,6 +9,8 @@ import { decodeFrame, frameTime } from './decode.ts';
 import { messageClassOf } from '@sortie/contracts/mavlink';
 import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
 import { fixtureFrames, fixturePoints, framePoint, RAW_CAPTURE_START_US, type FixtureFrame, type PointInit } from './fixture-frames.ts';
+import { loadMessageTables } from './message-tables.ts';
+import { readStoredSamples } from './stored-samples.ts';
 
 type StreamMessage = MessageInitShape<typeof StreamSubmitRequestSchema>;
 
@@ -44,12 +46,23 @@ async function grpcError(call: Promise<unknown>): Promise<ConnectError> {
   throw new Error('expected the call to fail');
 }
 
+/** Samples stored (one per field of each frame), frames, frames kept as UNKNOWN_<id>, and the earliest raw time. */
 async function stored(datasetId: string) {
-  const result = await sql<{ rows: number; frames: number; unknown_frames: number; min_time: Date }>`
-    select count(*)::int as rows, count(distinct s.frame_seq)::int as frames,
-           count(distinct s.frame_seq) filter (where n.name like 'mavlink.UNKNOWN_%')::int as unknown_frames, min(s.time) as min_time
-    from narrow_samples s join narrow_signals n on n.id = s.signal_id where s.dataset_id = ${datasetId}::uuid`.execute(t.service.ctx.db);
-  return result.rows[0]!;
+  const samples = await readStoredSamples(t.service.ctx.db, datasetId);
+  const frames = new Set(samples.map((s) => s.frameSeq));
+  const unknown = new Set(samples.filter((s) => s.signal.startsWith('mavlink.UNKNOWN_')).map((s) => s.frameSeq));
+  const minUs = samples.reduce((m, s) => Math.min(m, s.timeUs), Infinity);
+  return { rows: samples.length, frames: frames.size, unknown_frames: unknown.size, min_time: new Date(minUs / 1000) };
+}
+
+/** One row per frame: the rows of the dataset's message tables. */
+async function messageRows(datasetId: string): Promise<number> {
+  let n = 0;
+  for (const table of (await loadMessageTables(t.service.ctx.db, datasetId)).values()) {
+    const result = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table.table)}`.execute(t.service.ctx.db);
+    n += result.rows[0]!.n;
+  }
+  return n;
 }
 
 const expectedSamples = (frames: readonly FixtureFrame[]) => frames.reduce((n, f) => n + decodeFrame(f.frame).length, 0);
@@ -88,17 +101,17 @@ describe('each capture streamed as mavlink-raw-v1 is accounted for frame by fram
       expect(s.unknown_frames).toBe(capture.unknown);
       expect(s.frames - s.unknown_frames).toBe(frames.filter((f) => messageClassOf(f.frame.msgid)).length);
       expect(s.rows).toBe(expectedSamples(frames));
+      // Stored as one row per frame.
+      expect(await messageRows(datasetId)).toBe(capture.frames);
     });
   }
 
   it('keeps undecodable payloads as bytes under mavlink.UNKNOWN_<id>.raw', async () => {
     const frames = fixtureFrames('px4-mixed-v1v2-junk.bin');
     const unknown = frames.filter((f) => !messageClassOf(f.frame.msgid));
-    const result = await sql<{ name: string; value_bytes: Uint8Array }>`
-      select n.name, s.value_bytes from narrow_samples s join narrow_signals n on n.id = s.signal_id
-      where s.dataset_id = ${datasets.get('px4-mixed-v1v2-junk.bin')!}::uuid and n.name like 'mavlink.UNKNOWN_%' order by s.frame_seq`.execute(t.service.ctx.db);
-    expect(result.rows.map((r) => r.name)).toEqual(unknown.map((f) => `mavlink.UNKNOWN_${f.frame.msgid}.raw`));
-    expect(result.rows.map((r) => Buffer.from(r.value_bytes).toString('hex'))).toEqual(unknown.map((f) => Buffer.from(f.frame.payload).toString('hex')));
+    const samples = (await readStoredSamples(t.service.ctx.db, datasets.get('px4-mixed-v1v2-junk.bin')!)).filter((s) => s.signal.startsWith('mavlink.UNKNOWN_'));
+    expect(samples.map((r) => r.signal)).toEqual(unknown.map((f) => `mavlink.UNKNOWN_${f.frame.msgid}.raw`));
+    expect(samples.map((r) => r.value)).toEqual(unknown.map((f) => `\\x${Buffer.from(f.frame.payload).toString('hex')}`));
   });
 });
 
@@ -106,24 +119,18 @@ describe('time', () => {
   it('keeps raw time near 1970 where the vehicle had no GPS fix, and names each row\'s clock', async () => {
     const datasetId = datasets.get('ardupilot-v2.mavlink')!;
     expect((await stored(datasetId)).min_time.getUTCFullYear()).toBe(1970);
-    const sources = await sql<{ time_source: string; n: number; sessions: number; with_boot: number }>`
-      select time_source, count(*)::int as n, count(distinct boot_session)::int as sessions, count(boot_us)::int as with_boot
-      from narrow_samples where dataset_id = ${datasetId}::uuid group by 1 order by 1`.execute(t.service.ctx.db);
+    const samples = await readStoredSamples(t.service.ctx.db, datasetId);
     // SYSTEM_TIME.time_unix_usec is 0 throughout: no row is on GPS time.
-    expect(sources.rows.map((r) => r.time_source)).toEqual(['agent', 'boot']);
-    expect(sources.rows.every((r) => r.sessions === 1)).toBe(true);
-    const boot = sources.rows.find((r) => r.time_source === 'boot')!;
-    expect(boot.with_boot).toBe(boot.n);
-    expect(sources.rows.find((r) => r.time_source === 'agent')!.with_boot).toBe(0);
+    expect([...new Set(samples.map((s) => s.timeSource))].sort()).toEqual(['agent', 'boot']);
+    expect(new Set(samples.map((s) => s.bootSession))).toEqual(new Set([1]));
+    expect(samples.filter((s) => s.timeSource === 'boot').every((s) => s.bootUs !== null)).toBe(true);
+    expect(samples.filter((s) => s.timeSource === 'agent').every((s) => s.bootUs === null)).toBe(true);
   });
 
   it('stores SYSTEM_TIME with a fix on GPS time, with its boot time', async () => {
-    const first = await sql<{ time: Date; boot_us: number; time_source: string }>`
-      select s.time, s.boot_us::float8 as boot_us, s.time_source from narrow_samples s join narrow_signals n on n.id = s.signal_id
-      where s.dataset_id = ${datasets.get('arduplane-sitl-vtol.tlog')!}::uuid and n.name = 'mavlink.SYSTEM_TIME.time_unix_usec'
-      order by s.frame_seq limit 1`.execute(t.service.ctx.db);
+    const first = (await readStoredSamples(t.service.ctx.db, datasets.get('arduplane-sitl-vtol.tlog')!)).find((s) => s.signal === 'mavlink.SYSTEM_TIME.time_unix_usec')!;
     const systemTime = frameTime(tlog.find((f) => f.frame.msgid === 2)!.frame)!;
-    expect(first.rows[0]).toEqual({ time: new Date(Number(systemTime.timeUnixUsec! / 1000n)), boot_us: systemTime.timeBootMs! * 1000, time_source: 'gps' });
+    expect({ timeUs: first.timeUs, bootUs: first.bootUs, timeSource: first.timeSource }).toEqual({ timeUs: Number(systemTime.timeUnixUsec!), bootUs: systemTime.timeBootMs! * 1000, timeSource: 'gps' });
   });
 });
 
@@ -136,9 +143,8 @@ describe('channels', () => {
     expect(response.status).toBe(200);
     const roll = response.body.find((c: { hypertableColName: string }) => c.hypertableColName === 'mavlink.ATTITUDE.roll');
     expect(roll).toMatchObject({ name: 'mavlink.ATTITUDE.roll', unit: 'rad', dataType: 'float' });
-    const signals = await sql<{ n: number }>`
-      select count(distinct signal_id)::int as n from narrow_samples where dataset_id = ${datasetId}::uuid`.execute(t.service.ctx.db);
-    expect(response.body).toHaveLength(signals.rows[0]!.n);
+    const signals = new Set((await readStoredSamples(t.service.ctx.db, datasetId)).map((s) => s.signal));
+    expect(response.body).toHaveLength(signals.size);
     expect(response.body.find((c: { name: string }) => c.name === 'mavlink.STATUSTEXT.text')).toMatchObject({ dataType: 'string' });
     // Idempotent, and the same list with experimentId.
     expect((await list(`&experimentId=${experimentId}`)).body).toEqual(response.body);
@@ -236,12 +242,7 @@ describe('redelivery', () => {
     const s = await stored(datasetId);
     expect([s.frames, s.rows]).toEqual([frames.length, expectedSamples(frames)]);
     // The same frames stored once or in overlapping parts end in identical rows.
-    const diff = await sql<{ n: number }>`
-      select count(*)::int as n from (
-        (select frame_seq, signal_id, time, value_double, time_source, boot_us, boot_session from narrow_samples where dataset_id = ${datasetId}::uuid
-         except select frame_seq, signal_id, time, value_double, time_source, boot_us, boot_session from narrow_samples where dataset_id = ${datasets.get('ardupilot-v2.mavlink')!}::uuid)
-      ) d`.execute(t.service.ctx.db);
-    expect(diff.rows[0]!.n).toBe(0);
+    expect(await readStoredSamples(t.service.ctx.db, datasetId)).toEqual(await readStoredSamples(t.service.ctx.db, datasets.get('ardupilot-v2.mavlink')!));
   });
 });
 
@@ -327,9 +328,10 @@ describe('boot sessions across streams', () => {
     // Redelivery of old frames changes nothing.
     const again = await stream(datasetId, [...first, ...second]);
     expect(again.duplicates).toBe(6n);
-    const rows = await sql<{ frame_seq: number; boot_session: number }>`
-      select distinct frame_seq::int, boot_session from narrow_samples where dataset_id = ${datasetId}::uuid order by 1`.execute(t.service.ctx.db);
-    expect(rows.rows.map((r) => r.boot_session)).toEqual([1, 1, 1, 2, 2, 2, 2]);
+    const samples = await readStoredSamples(t.service.ctx.db, datasetId);
+    const sessionOf = new Map(samples.map((s) => [s.frameSeq, s.bootSession]));
+    expect([...sessionOf.keys()]).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect([...sessionOf.values()]).toEqual([1, 1, 1, 2, 2, 2, 2]);
 
     const response = await client.query({ datasetId, channelIds: ['mavlink.ATTITUDE.roll'], maxPointsPerChannel: 1000 }, { headers: headers() });
     const points = response.series[0]!.points.map((p) => [Number(p.timestamp!.seconds) * 1e6 + p.timestamp!.nanos / 1000, p.value]);

@@ -1,11 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import { ApiError } from '../../http/api-error.ts';
-import { arrayLiteral, quotedBytea, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
+import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession } from './boot-sessions.ts';
-import type { NarrowBatch } from './narrow-batch.ts';
+import { binaryColumn, textColumn } from './column-arrays.ts';
+import { ensureMessageTables, loadMessageTables, quoteIdent, SOURCE_CODE, SQL_TYPE, type MessageTable } from './message-tables.ts';
+import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
 import { loadBootSessions } from './session-store.ts';
-import { ensureSignalIds } from './signal-dictionary.ts';
 import { timestamptzArray } from './sql-timestamps.ts';
 
 export interface NarrowTarget {
@@ -16,10 +17,11 @@ export interface NarrowTarget {
   binary: boolean;
 }
 
-/** A writer's copy of the dataset's boot sessions, valid while the dataset's version is `version`. */
+/** A writer's copy of the dataset's boot sessions and message tables, valid while the dataset's version is `version`. */
 export interface SessionCache {
   version: number;
   sessions: BootSession[];
+  tables: Map<number, MessageTable>;
 }
 
 export interface NarrowWriteResult {
@@ -27,33 +29,28 @@ export interface NarrowWriteResult {
   written: number;
   /** Frames whose frame_seq the dataset already held (or that appeared twice in the batch). */
   duplicates: number;
-  /** Rows inserted. */
+  /** Rows inserted: one per frame newly stored. */
   rows: number;
   /** The sessions after the write, for the next batch of the same writer. */
   cache: SessionCache;
 }
 
-/** Codes of time_source in the statement: 1-based indexes into this array. */
-const SOURCE_SQL = sql`(array['gps', 'boot', 'agent']::text[])`;
-const GPS = 1;
-const BOOT = 2;
-const AGENT = 3;
-
 /**
- * Write one batch to narrow_samples in one transaction (docs/decisions/0006-narrow-mavlink.md):
+ * Write one batch to the dataset's message tables in one transaction (docs/decisions/0006-narrow-mavlink.md):
  *  1. upsert narrow_datasets: binds the dataset to the batch's system id on its first write, checks it
  *     on every later one, row-locks the dataset so its writers take turns, and tells the highest
  *     frame_seq stored;
- *  2. boot sessions: reuse the cached ones when the dataset's version says nobody else wrote since,
- *     else reload; assign every frame (in frame_seq order) to a session;
- *  3. one statement: the rows (`unnest` arrays; a batch reaching at or below the highest stored
- *     frame_seq inserts with `on conflict do nothing`, so a redelivered frame collapses onto the rows
- *     it wrote the first time), the changed sessions, and the version and highest frame_seq.
+ *  2. message tables and boot sessions: reuse the cached ones when the dataset's version says nobody
+ *     else wrote since, else reload; create the tables of message ids seen for the first time and list
+ *     new signals (message-tables.ts); assign every frame (in frame_seq order) to a session;
+ *  3. one statement: one row per frame into its message's table (`unnest` arrays, one insert per
+ *     message id; a batch reaching at or below the highest stored frame_seq inserts with
+ *     `on conflict do nothing`, so a redelivered frame collapses onto the row it wrote the first time),
+ *     the changed sessions, and the version and highest frame_seq.
  */
 export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
   const frames = batch.frames;
-  if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, sessions: [] } };
-  const ids = await ensureSignalIds(db, new Set(batch.signal));
+  if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, sessions: [], tables: new Map() } };
   const order = frameOrder(batch);
 
   return db.transaction().execute(async (tx) => {
@@ -68,7 +65,16 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
         `dataset ${target.datasetId} holds MAVLink system id ${sysid}; frames of system id ${batch.sysid} belong in a dataset of their own (mavlink-raw-v1 rule 7)`,
       );
     }
-    const known = cache && cache.version === version ? cache.sessions : await loadBootSessions(tx, target.datasetId);
+    const current = cache && cache.version === version;
+    const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
+    const tables = current ? cache.tables : await loadMessageTables(tx, target.datasetId);
+    const present = new Map<number, Set<string>>();
+    for (const [msgid, group] of batch.groups) {
+      const signals = new Set<string>();
+      group.layout.columns.forEach((c, i) => group.present[i] && signals.add(c.signal));
+      present.set(msgid, signals);
+    }
+    await ensureMessageTables(tx, target.datasetId, tables, present);
     const sessions = new BootSessions(known);
     for (const f of order) {
       const boot = batch.bootUs[f]!;
@@ -86,8 +92,10 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     for (let f = 0; f < frames; f++) sessionOf[f] = sessions.sessionOf(batch.compid[f]!, batch.frameSeq[f]!);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
     for (const r of sessions.relabels()) {
-      await sql`update narrow_samples set boot_session = ${r.to}::int4
-        where dataset_id = ${target.datasetId}::uuid and boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
+      for (const t of tables.values()) {
+        await sql`update ${sql.table(t.table)} set boot_session = ${r.to}::int4
+          where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
+      }
     }
 
     // The common case, a stream appending frames above everything the dataset holds, is a plain
@@ -96,15 +104,21 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     const first = batch.frameSeq[order[0]!]!;
     const last = batch.frameSeq[order[frames - 1]!]!;
     const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
-    // Without conflicts every row and frame is new, so only the conflict path counts what it inserted.
-    const counts = await sql<{ rows: number; frames: number }>`
-      with ins as (${insertRows(target, batch, ids, sessionOf, onConflict)} ${onConflict ? sql`returning frame_seq` : sql``}),
+    // One insert per message id, all in one statement. Without conflicts every frame is new, so only
+    // the conflict path counts what it inserted (a frame is one row of one table).
+    const inserts = [...batch.groups.values()].map((group, i) => {
+      const name = sql.raw(`i${i}`);
+      return { name, cte: sql`${name} as (${insertGroup(target, tables.get(group.layout.msgid)!.table, batch, group, sessionOf, onConflict)} ${onConflict ? sql`returning 1` : sql``})` };
+    });
+    const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
+    const counts = await sql<{ frames: number }>`
+      with ${sql.join(inserts.map((x) => x.cte))},
       s as (${upsertSessions(target.datasetId, sessions.changed())}),
       v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
             where dataset_id = ${target.datasetId}::uuid)
-      ${onConflict ? sql`select count(*)::float8 as rows, count(distinct frame_seq)::float8 as frames from ins` : sql`select ${batch.rows}::float8 as rows, ${frames}::float8 as frames`}`.execute(tx);
-    const { rows, frames: written } = counts.rows[0]!;
-    return { written, duplicates: frames - written, rows, cache: { version: version + 1, sessions: sessions.all() } };
+      select (${counted})::float8 as frames`.execute(tx);
+    const written = counts.rows[0]!.frames;
+    return { written, duplicates: frames - written, rows: written, cache: { version: version + 1, sessions: sessions.all(), tables } };
   });
 }
 
@@ -126,110 +140,72 @@ function frameOrder(batch: NarrowBatch): Int32Array {
   return order;
 }
 
-/** The per-row columns of narrow_samples that come from a row's frame, typed for the `unnest` insert. */
-export interface NarrowRowColumns {
+/** The clock columns of one message table's rows, each row taking its frame's values. */
+export interface ClockColumns {
   seq: Float64Array;
-  signal: Int32Array;
-  /** The sample's time, µs: GPS time when the frame carries it, else its boot clock, else the receive time. */
+  /** The row's time, µs: GPS time when the frame carries it, else its boot clock, else the receive time. */
   time: Float64Array;
-  /** 1 gps, 2 boot, 3 agent (indexes into SOURCE_SQL). */
-  source: Int32Array;
-  boot: Float64Array;
-  hasBoot: Uint8Array;
+  /** time_source as stored ("char": g, b, a). */
+  source: string[];
+  /** Boot clock µs; null when the frame carries none. */
+  boot: Array<number | null>;
   session: Int32Array;
   received: Float64Array;
 }
 
 /**
- * A batch's rows as columns, each row taking its frame's sequence, time, time source, boot clock,
- * session and receive time. The writer and the MAVLink bench's plain-insert baseline both build rows
- * with this, so the baseline measures exactly the rows the writer stores.
+ * The clock columns of `frames` (indexes into the batch). The writer and the MAVLink bench's
+ * plain-insert baseline both build rows with this, so the baseline measures exactly the rows the
+ * writer stores.
  */
-export function rowColumns(batch: NarrowBatch, signalId: (name: string) => number, sessionOf: ArrayLike<number>): NarrowRowColumns {
-  const n = batch.rows;
+export function clockColumns(batch: NarrowBatch, frames: readonly number[], sessionOf: ArrayLike<number>): ClockColumns {
+  const n = frames.length;
   const seq = new Float64Array(n);
-  const signal = new Int32Array(n);
   const time = new Float64Array(n);
-  const source = new Int32Array(n);
-  const boot = new Float64Array(n);
-  const hasBoot = new Uint8Array(n);
+  const source: string[] = new Array(n);
+  const boot: Array<number | null> = new Array(n);
   const session = new Int32Array(n);
   const received = new Float64Array(n);
-  let last = -1;
-  let fSeq = 0;
-  let fTime = 0;
-  let fSource = 0;
-  let fBoot = 0;
-  let fHasBoot = 0;
-  let fSession = 0;
-  let fReceived = 0;
   for (let r = 0; r < n; r++) {
-    const f = batch.rowFrame[r]!;
-    if (f !== last) {
-      last = f;
-      fSeq = batch.frameSeq[f]!;
-      fReceived = batch.receivedUs[f]!;
-      fSession = sessionOf[f]!;
-      fBoot = batch.bootUs[f]!;
-      fHasBoot = Number.isFinite(fBoot) ? 1 : 0;
-      const unix = batch.unixUs[f]!;
-      if (Number.isFinite(unix)) {
-        fSource = GPS;
-        fTime = unix;
-      } else if (fHasBoot) {
-        fSource = BOOT;
-        fTime = fBoot;
-      } else {
-        fSource = AGENT;
-        fTime = fReceived;
-      }
+    const f = frames[r]!;
+    seq[r] = batch.frameSeq[f]!;
+    received[r] = batch.receivedUs[f]!;
+    session[r] = sessionOf[f]!;
+    const b = batch.bootUs[f]!;
+    const hasBoot = Number.isFinite(b);
+    boot[r] = hasBoot ? b : null;
+    const unix = batch.unixUs[f]!;
+    if (Number.isFinite(unix)) {
+      source[r] = SOURCE_CODE.gps;
+      time[r] = unix;
+    } else if (hasBoot) {
+      source[r] = SOURCE_CODE.boot;
+      time[r] = b;
+    } else {
+      source[r] = SOURCE_CODE.agent;
+      time[r] = received[r]!;
     }
-    seq[r] = fSeq;
-    signal[r] = signalId(batch.signal[r]!);
-    time[r] = fTime;
-    source[r] = fSource;
-    boot[r] = fHasBoot ? fBoot : 0;
-    hasBoot[r] = fHasBoot;
-    session[r] = fSession;
-    received[r] = fReceived;
   }
-  return { seq, signal, time, source, boot, hasBoot, session, received };
+  return { seq, time, source, boot, session, received };
 }
 
-function insertRows(target: NarrowTarget, batch: NarrowBatch, ids: ReadonlyMap<string, number>, sessionOf: Int32Array, onConflict: boolean): RawBuilder<unknown> {
-  const { seq, signal, time, source, boot, hasBoot, session, received } = rowColumns(batch, (name) => ids.get(name)!, sessionOf);
-  const n = batch.rows;
+/** The insert of one message id's frames into its table: `unnest` of one array per column (`rows from`: a message can have more columns than a function has arguments). */
+export function insertGroup(target: NarrowTarget, table: string, batch: NarrowBatch, group: MessageGroup, sessionOf: ArrayLike<number>, onConflict: boolean): RawBuilder<unknown> {
+  const { seq, time, source, boot, session, received } = clockColumns(batch, group.frames, sessionOf);
   const a = target.arrays;
   const times = timestamptzArray(time, target.binary, 'u.t');
   const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
-  const columns = ['seq', 'sig', 't', 'src', 'boot', 'sess', 'rcv', 'v'];
-  const sources = [
-    sql`${a.int8(seq)}::int8[]`,
-    sql`${a.int4(signal)}::int4[]`,
-    times.param,
-    sql`${a.int4(source)}::int4[]`,
-    sql`${a.float8(boot, hasBoot)}::float8[]`,
-    sql`${a.int4(session)}::int4[]`,
-    receivedTimes.param,
-    sql`${a.float8(batch.value, batch.hasDouble, n)}::float8[]`,
-  ];
-  // Text and raw payloads are rare: sent sparse, as (row ordinal, value), and joined back.
-  const joins: RawBuilder<unknown>[] = [];
-  let text: RawBuilder<unknown> = sql`null::text`;
-  let bytes: RawBuilder<unknown> = sql`null::bytea`;
-  if (batch.textRows.length > 0) {
-    joins.push(sql`left join unnest(${a.int4(batch.textRows.map((r) => r + 1))}::int4[], ${arrayLiteral(batch.texts.map(quotedText))}::text[]) as tx(ord, val) on tx.ord = u.ord`);
-    text = sql`tx.val`;
-  }
-  if (batch.bytesRows.length > 0) {
-    joins.push(sql`left join unnest(${a.int4(batch.bytesRows.map((r) => r + 1))}::int4[], ${arrayLiteral(batch.bytes.map(quotedBytea))}::bytea[]) as bx(ord, val) on bx.ord = u.ord`);
-    bytes = sql`bx.val`;
-  }
+  const column = target.binary ? binaryColumn : textColumn;
+  const columns = group.layout.columns;
+  const fieldParams = columns.map((c, i) => sql`${column(c.type, group.values[i]!)}::${sql.raw(SQL_TYPE[c.type])}[]`);
+  const aliases = columns.map((_, i) => `c${i}`);
+  const names = columns.map((c) => quoteIdent(c.column)).join(', ');
   return sql`
-    insert into narrow_samples (dataset_id, frame_seq, time, received_at, boot_us, value_double, signal_id, boot_session, time_source, value_text, value_bytes)
-    select ${target.datasetId}::uuid, u.seq, ${times.value}, ${receivedTimes.value}, u.boot::int8, u.v, u.sig, u.sess, ${SOURCE_SQL}[u.src], ${text}, ${bytes}
-    from unnest(${sql.join(sources)}) with ordinality as ${sql.raw(`u(${columns.join(', ')}, ord)`)}
-    ${sql.join(joins, sql` `)}
+    insert into ${sql.table(table)} (frame_seq, time, received_at, boot_us, boot_session, time_source, ${sql.raw(names)})
+    select u.seq, ${times.value}, ${receivedTimes.value}, u.boot, u.sess, u.src, ${sql.raw(aliases.map((x) => `u.${x}`).join(', '))}
+    from rows from (unnest(${a.int8(seq)}::int8[]), unnest(${times.param}), unnest(${receivedTimes.param}), unnest(${column('int8', boot)}::int8[]),
+                    unnest(${a.int4(session)}::int4[]), unnest(${`{${source.join(',')}}`}::"char"[]), ${sql.join(fieldParams.map((p) => sql`unnest(${p})`))})
+      as ${sql.raw(`u(seq, t, rcv, boot, sess, src, ${aliases.join(', ')})`)}
     ${onConflict ? sql`on conflict do nothing` : sql``}`;
 }
 

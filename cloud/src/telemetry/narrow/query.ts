@@ -7,8 +7,8 @@ import type { Sample } from '../series/lttb.ts';
 import type { M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
+import { loadMessageTables, numericSql, quoteIdent, signalColumn, type SignalColumn } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
-import { findSignalIds } from './signal-dictionary.ts';
 import { signalInfo } from './signal-info.ts';
 
 export interface NarrowQuery {
@@ -53,60 +53,58 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
     throw new ApiError('invalid_request', '`from` is after `to`');
   }
-  const [ids, sessions] = await Promise.all([findSignalIds(db, names), loadBootSessions(db, query.datasetId)]);
-  const stored = await storedAmong(db, query.datasetId, names.map((n) => ids.get(n)).filter((id) => id !== undefined));
-  names.forEach((name, i) => {
-    const id = ids.get(name);
-    if (id === undefined || !stored.has(id)) {
+  const [tables, sessions] = await Promise.all([loadMessageTables(db, query.datasetId), loadBootSessions(db, query.datasetId)]);
+  const sources = names.map((name, i) => {
+    const at = signalColumn(name);
+    const table = at && tables.get(at.msgid);
+    if (!at || !table || !table.signals.has(name)) {
       const why = signalInfo(name) ? 'no frame of this dataset carried it' : 'the server\'s MAVLink dialect has no such message or field';
       throw notFound(`channel_ids[${i}]: signal ${name} is not in this dataset (${why}); GET /api/datasets/channels lists its signals`);
     }
+    return { table: table.table, column: at.column };
   });
   const shifts = sessions.map(sessionShift);
   return Promise.all(
-    names.map(async (name) => {
-      const id = ids.get(name)!;
-      const count = await rawCount(db, query, id, shifts);
-      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, id, shifts), rawPoints: count };
-      const buckets = await m4Buckets(db, query, id, shifts);
+    names.map(async (name, i) => {
+      const source = sources[i]!;
+      const count = await rawCount(db, query, source, shifts);
+      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
+      const buckets = await m4Buckets(db, query, source, shifts);
       return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: buckets.reduce((n, b) => n + b.count, 0) };
     }),
   );
 }
 
-/** Which of `ids` the dataset holds rows of (one index probe each on the key's prefix). */
-async function storedAmong(db: Executor, datasetId: string, ids: readonly number[]): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const result = await sql<{ id: number }>`
-    select u.id from unnest(${`{${ids.join(',')}}`}::int4[]) as u(id)
-    where exists (select 1 from narrow_samples s where s.dataset_id = ${datasetId}::uuid and s.signal_id = u.id)`.execute(db);
-  return new Set(result.rows.map((r) => r.id));
+/** Where one signal's values are: its message's table of the dataset and its column. */
+interface SignalSource {
+  table: string;
+  column: SignalColumn;
 }
 
 /** The rows of one signal in the aligned range, `t` aligned µs (alignment.ts), `v` the value. */
-function alignedRows(query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]) {
+function alignedRows(query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]) {
   const list = (values: number[]) => `{${values.join(',')}}`;
   const shiftTable = sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
                                 ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
   const aligned = sql`(round(date_part('epoch', s.time) * 1000000)
-    + case s.time_source when 'boot' then coalesce(o.boot, 0) when 'agent' then coalesce(o.agent, 0) else 0 end)`;
+    + case s.time_source when 'b' then coalesce(o.boot, 0) when 'a' then coalesce(o.agent, 0) else 0 end)`;
   const bounds = [];
   if (query.from !== undefined) bounds.push(sql`${aligned} >= ${query.from}::float8`);
   if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
   return sql`
-      select ${aligned} as t, s.value_double as v, s.frame_seq as seq
-      from narrow_samples s left join ${shiftTable} on o.session = s.boot_session
-      where s.dataset_id = ${query.datasetId}::uuid and s.signal_id = ${signalId}::int4 and s.value_double is not null
+      select ${aligned} as t, ${sql.raw(numericSql(source.column, 's.'))} as v, s.frame_seq as seq
+      from ${sql.table(source.table)} s left join ${shiftTable} on o.session = s.boot_session
+      where ${sql.raw(`s.${quoteIdent(source.column.column)}`)} is not null
         ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}`;
 }
 
-async function rawCount(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<number> {
-  const result = await sql<{ n: number }>`select count(*)::float8 as n from (${alignedRows(query, signalId, shifts)}) as r`.execute(db);
+async function rawCount(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<number> {
+  const result = await sql<{ n: number }>`select count(*)::float8 as n from (${alignedRows(query, source, shifts)}) as r`.execute(db);
   return result.rows[0]!.n;
 }
 
-async function rawSamples(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<Sample[]> {
-  const result = await sql<Sample>`select r.t, r.v from (${alignedRows(query, signalId, shifts)}) as r order by r.t, r.seq`.execute(db);
+async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<Sample[]> {
+  const result = await sql<Sample>`select r.t, r.v from (${alignedRows(query, source, shifts)}) as r order by r.t, r.seq`.execute(db);
   return result.rows;
 }
 
@@ -123,10 +121,10 @@ interface M4Row {
  * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
  * The rows come from the key's (dataset_id, signal_id) prefix; the range is tested on aligned time.
  */
-async function m4Buckets(db: Executor, query: NarrowQuery, signalId: number, shifts: readonly SessionShift[]): Promise<M4[]> {
+async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4[]> {
   const buckets = bucketsForBudget(query.maxPoints);
   const result = await sql<M4Row>`
-    with r as materialized (${alignedRows(query, signalId, shifts)}),
+    with r as materialized (${alignedRows(query, source, shifts)}),
     w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r)
     select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst
     from r, w

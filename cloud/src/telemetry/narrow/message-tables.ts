@@ -1,0 +1,163 @@
+import { MAVLINK_REGISTRY, parseSignalName, unknownSignalName } from '@sortie/contracts/mavlink';
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.ts';
+import { CHAR, F32, F64, I16, I32, I64, I8, messageLayoutOf, TEXT, U16, U32, U64, U8 } from './decode.ts';
+
+/**
+ * The physical shape of narrow datasets (docs/decisions/0006-narrow-mavlink.md, "one row per message"):
+ * one typed table per (dataset, MAVLink message id), one row per frame, one column per signal the
+ * message yields (a field, one element of a numeric array, or the raw payload of an id outside the
+ * dialect), like a wide dataset's ch_N columns. Every row carries the frame's clock columns
+ * (frame_seq, time, received_at, boot_us, boot_session, time_source). `narrow_message_tables` lists a
+ * dataset's tables and the signals each has stored a value of (so the channel list and NOT_FOUND read
+ * one small row per message, never the data).
+ */
+
+/** PostgreSQL column type of a signal; each holds the field's values exactly. */
+export type ColumnType = 'int2' | 'int4' | 'int8' | 'uint64' | 'float4' | 'float8' | 'text' | 'bytea';
+
+export interface SignalColumn {
+  signal: string;
+  /** Column name in the message table: `f_<field>` or `f_<field>_<i>`, or `raw`. */
+  column: string;
+  type: ColumnType;
+}
+
+export interface MessageColumns {
+  msgid: number;
+  /** In the order the decoder yields a frame's samples (wire order): column k takes sample k. */
+  columns: readonly SignalColumn[];
+}
+
+// The narrowest PostgreSQL type that holds every value of the MAVLink type. uint64 is stored as int8
+// two's complement (8 bytes, exact) and read back unsigned (unsignedSql).
+const TYPE_OF_KIND: Record<number, ColumnType> = {
+  [U8]: 'int2',
+  [I8]: 'int2',
+  [U16]: 'int4',
+  [I16]: 'int2',
+  [U32]: 'int8',
+  [I32]: 'int4',
+  [U64]: 'uint64',
+  [I64]: 'int8',
+  [F32]: 'float4',
+  [F64]: 'float8',
+  [CHAR]: 'text',
+  [TEXT]: 'text',
+};
+
+export const SQL_TYPE: Record<ColumnType, string> = {
+  int2: 'int2',
+  int4: 'int4',
+  int8: 'int8',
+  uint64: 'int8',
+  float4: 'float4',
+  float8: 'float8',
+  text: 'text',
+  bytea: 'bytea',
+};
+
+const BY_MSGID = new Map<number, MessageColumns>();
+
+/** The columns of a message id's table; an id outside the dialect has one `raw` bytea column. */
+export function messageColumns(msgid: number): MessageColumns {
+  let found = BY_MSGID.get(msgid);
+  if (found) return found;
+  const layout = messageLayoutOf(msgid);
+  const columns: SignalColumn[] = [];
+  if (!layout) columns.push({ signal: unknownSignalName(msgid), column: 'raw', type: 'bytea' });
+  else {
+    for (const field of layout.fields) {
+      const type = TYPE_OF_KIND[field.kind]!;
+      if (field.signals.length === 1) columns.push({ signal: field.signals[0]!, column: `f_${field.source}`, type });
+      else field.signals.forEach((signal, i) => columns.push({ signal, column: `f_${field.source}_${i}`, type }));
+    }
+  }
+  found = { msgid, columns };
+  BY_MSGID.set(msgid, found);
+  return found;
+}
+
+const MSGID_OF_NAME: ReadonlyMap<string, number> = new Map([...MAVLINK_REGISTRY.values()].map((c) => [c.MSG_NAME, c.MSG_ID]));
+
+/** Where a signal is stored: its message id and column; undefined for a name no frame can yield. */
+export function signalColumn(signal: string): { msgid: number; column: SignalColumn } | undefined {
+  const parsed = parseSignalName(signal);
+  if (!parsed) return undefined;
+  const msgid = parsed.unknown ?? MSGID_OF_NAME.get(parsed.message);
+  if (msgid === undefined) return undefined;
+  const column = messageColumns(msgid).columns.find((c) => c.signal === signal);
+  return column && { msgid, column };
+}
+
+/** The table of one message id of one dataset: `narrow_m_<dataset uuid hex>_<msgid>` (≤ 49 characters). */
+export function messageTableName(datasetId: string, msgid: number): string {
+  return `narrow_m_${datasetId.replaceAll('-', '')}_${msgid}`;
+}
+
+/** A value column read as float8 (Query reads numbers); uint64 back from its two's complement. */
+export function numericSql(column: SignalColumn, alias = ''): string {
+  const c = `${alias}${quoteIdent(column.column)}`;
+  if (column.type === 'uint64') return `(case when ${c} < 0 then (${c}::numeric + 18446744073709551616)::float8 else ${c}::float8 end)`;
+  return `${c}::float8`;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The DDL of a message table. The key is frame_seq: a frame is one row, so a redelivered frame
+ * collides with the row it wrote and `on conflict do nothing` drops it; the key is also the only index
+ * (reads of one signal read its message's table, which holds nothing else). Clock columns first,
+ * fixed-width and widest first; field columns follow in wire order, which MAVLink sorts by size.
+ */
+export function createTableSql(table: string, columns: readonly SignalColumn[]): string {
+  const fields = columns.map((c) => `${quoteIdent(c.column)} ${SQL_TYPE[c.type]}`).join(', ');
+  return `create table if not exists ${quoteIdent(table)} (
+    frame_seq bigint primary key, time timestamptz not null, received_at timestamptz not null, boot_us bigint,
+    boot_session integer not null, time_source "char" not null, ${fields})`;
+}
+
+/** time_source as stored ("char"), and as clients see it. */
+export const SOURCE_CODE = { gps: 'g', boot: 'b', agent: 'a' } as const;
+export const SOURCE_NAME_SQL = `(case time_source when 'g' then 'gps' when 'b' then 'boot' else 'agent' end)`;
+
+export interface MessageTable {
+  msgid: number;
+  table: string;
+  /** Signals the table has stored a value of. */
+  signals: Set<string>;
+}
+
+/** A dataset's message tables, by message id. */
+export async function loadMessageTables(db: Executor, datasetId: string): Promise<Map<number, MessageTable>> {
+  const result = await sql<{ msgid: number; table_name: string; signals: string[] }>`
+    select msgid, table_name, signals from narrow_message_tables where dataset_id = ${datasetId}::uuid order by msgid`.execute(db);
+  return new Map(result.rows.map((r) => [r.msgid, { msgid: r.msgid, table: r.table_name, signals: new Set(r.signals) }]));
+}
+
+/**
+ * Make sure the dataset has a table for each of `msgids` and that `narrow_message_tables` lists the
+ * signals given for each; `known` is the caller's copy (updated in place). Run under the dataset's row
+ * lock (the writer's transaction), so two writers never race on one table's DDL.
+ */
+export async function ensureMessageTables(db: Executor, datasetId: string, known: Map<number, MessageTable>, present: ReadonlyMap<number, ReadonlySet<string>>): Promise<void> {
+  for (const [msgid, signals] of present) {
+    let table = known.get(msgid);
+    if (!table) {
+      const name = messageTableName(datasetId, msgid);
+      await sql.raw(createTableSql(name, messageColumns(msgid).columns)).execute(db);
+      await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}')
+        on conflict (dataset_id, msgid) do nothing`.execute(db);
+      table = { msgid, table: name, signals: new Set() };
+      known.set(msgid, table);
+    }
+    const added = [...signals].filter((s) => !table.signals.has(s));
+    if (added.length === 0) continue;
+    for (const s of added) table.signals.add(s);
+    // A union in SQL: another writer's additions (not in this copy) are kept.
+    await sql`update narrow_message_tables set signals = array(select distinct unnest(signals || ${`{${added.map((s) => `"${s}"`).join(',')}}`}::text[]) order by 1)
+      where dataset_id = ${datasetId}::uuid and msgid = ${msgid}::int4`.execute(db);
+  }
+}
