@@ -2,7 +2,9 @@ import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { McapIndexedReader, McapStreamReader, type TypedMcapRecord } from '@mcap/core';
 import { TelemetryService, type QueryResponse } from '@sortie/contracts';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wideTableName } from '../datasets/wide-table.ts';
 import { fixtureFrames, fixturePoints } from '../telemetry/narrow/fixture-frames.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
@@ -292,5 +294,30 @@ describe('streaming', () => {
     expect((await t.call('GET', '/healthz')).status).toBe(200);
     const again = await csvOf(`datasetId=${wideId}&format=csv&channel=note`);
     expect(again.rows).toHaveLength(WIDE_ROWS / 1000);
+  });
+
+  it('a failure after the status went out cuts the connection: the client sees an error, never a short file that looks whole', async () => {
+    const registered = await t.call('POST', '/api/streams/register', {
+      key: org.key,
+      body: { experimentId, datasetName: 'vanishing', channels: [{ name: 'xs', dataType: 'double' }] },
+    });
+    const id = registered.body.datasetId as string;
+    await t.call('POST', '/api/datasets/append', { key: org.key, body: { experimentId, datasetId: id, rows: [{ timestamp: new Date(T0_MS).toISOString(), values: { xs: 1 } }] } });
+    // The channel list still names the column, so the request passes every check; the first page's read then fails.
+    await sql`drop table ${sql.table(wideTableName(id))}`.execute(t.service.ctx.db);
+    const response = await download(`datasetId=${id}&format=csv`);
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const received: string[] = [];
+    const ended = await (async () => {
+      for (;;) {
+        const chunk = await reader.read();
+        if (chunk.done) return 'complete';
+        received.push(new TextDecoder().decode(chunk.value));
+      }
+    })().catch((error: Error) => `cut: ${error.message}`);
+    expect(ended).toMatch(/^cut/);
+    expect(received.join('')).not.toContain('Error');
+    expect((await t.call('GET', '/healthz')).status).toBe(200);
   });
 });

@@ -11,6 +11,7 @@ import { openRawRows } from '../telemetry/raw-rows.ts';
 import { csvBytes } from './csv.ts';
 import { fileName } from './format.ts';
 import { mcapBytes, type ExportEvent } from './mcap.ts';
+import { pulled } from './stream.ts';
 
 const micros = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso) * 1000 + subMillisecondMicros(iso));
 
@@ -53,39 +54,17 @@ export function exportRoutes(ctx: AppContext) {
       body = mcapBytes(source, events, { shape: dataset.storage_shape, datasetId: dataset.id, datasetName: dataset.name });
     }
     const requestId = c.get('requestId');
-    const logged = (async function* () {
-      try {
-        yield* body;
-      } catch (error) {
-        // The status is sent; cutting the connection is how the client learns the file is incomplete.
-        ctx.logger.error({ err: error, requestId, datasetId: dataset.id }, 'export failed after the response started');
-        throw error;
-      }
-    })();
+    // @hono/node-server hands the Node response in the env: cutting its socket is how a late failure shows.
+    const outgoing = (c.env as { outgoing?: { destroy(error?: Error): void } } | undefined)?.outgoing;
+    const fail = (error: unknown) => {
+      ctx.logger.error({ err: error, requestId, datasetId: dataset.id }, 'export failed after the response started; connection cut');
+      outgoing?.destroy();
+      return outgoing !== undefined;
+    };
     c.header('content-type', EXPORT_MEDIA_TYPES[query.format]);
     c.header('content-disposition', `attachment; filename="${fileName(dataset.name, dataset.id, query.format)}"`);
     c.header('cache-control', 'no-store');
-    return c.body(pulled(logged), 200);
+    return c.body(pulled(body, fail), 200);
   });
 }
 
-/**
- * A stream that asks the generator for its next chunk only when the reader wants one (high-water mark
- * 0): the database is read at the pace the client downloads. Cancelling (the client went away) ends
- * the generator, which stops reading pages.
- */
-function pulled(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const next = await chunks.next();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
-      },
-      async cancel() {
-        await chunks.return(undefined);
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
