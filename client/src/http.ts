@@ -109,7 +109,8 @@ export interface HttpTransport {
 
 export function createHttpTransport(options: HttpTransportOptions): HttpTransport {
   const base = options.baseUrl.replace(/\/+$/, '');
-  const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  // Looked up per call, so a fetch installed later (a polyfill, a test's stub) is the one used.
+  const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
   const timeoutMs = options.timeoutMs ?? 30_000;
 
   const headersFor = (callOptions: CallOptions, useKey: boolean): Record<string, string> => {
