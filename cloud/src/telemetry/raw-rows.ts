@@ -75,6 +75,9 @@ function unknownChannel(index: number, name: string, why: string) {
 
 // ---- wide ------------------------------------------------------------------------------------------
 
+/** A page row: the time and the chosen columns as `v0`, `v1`, … (a column's own name may be any `ch_N`). */
+type WideRawRow = { t: number } & Partial<Record<`v${number}`, RawValue | null>>;
+
 interface WideColumn extends RawColumn {
   column: string;
   select: RawBuilder<unknown>;
@@ -121,16 +124,16 @@ async function openWide(db: Executor, dataset: DatasetRow, request: RawRowsReque
         else if (request.from !== undefined) bounds.push(sql`w.time >= ${usToTimestamp(request.from)}`);
         if (request.to !== undefined) bounds.push(sql`w.time < ${usToTimestamp(request.to)}`);
         // Keyset pages on the primary key (time): each page is an index range scan, whatever its offset.
-        const result = await sql<Record<string, unknown>>`
+        const result = await sql<WideRawRow>`
           select ${timestampToUs('w.time')} as t, ${selects} from ${sql.table(table)} as w
           where ${sql.join(bounds, sql` and `)} order by w.time limit ${pageRows}`.execute(db);
         if (result.rows.length === 0) return;
         yield result.rows.map((row) => ({
-          t: row.t as number,
+          t: row.t,
           values: columns.map((_, i) => nullToUndefined(row[`v${i}`])),
         }));
         if (result.rows.length < pageRows) return;
-        after = result.rows[result.rows.length - 1]!.t as number;
+        after = result.rows[result.rows.length - 1]!.t;
       }
     },
   };
