@@ -9,6 +9,7 @@ import { detectTimescale, migrateToLatest, openDatabase, type DatabaseHandle } f
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { startSweeper } from './commands/sweeper.ts';
+import { startHttpKeyCache } from './auth/http-key-cache.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './app.ts';
@@ -51,6 +52,7 @@ export class SortieService {
   #httpCloser: { close(): Promise<void> } | undefined;
   #grpc: GrpcServer | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
+  #keys: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
   #destroyed: Promise<void> | undefined;
 
@@ -114,6 +116,8 @@ export class SortieService {
   }
 
   async start(): Promise<void> {
+    // Before the listeners: HTTP key checks are cached only while API key changes are heard.
+    this.#keys = await startHttpKeyCache(this.ctx);
     const app = createHttpApp(this.ctx, { sendWebhook: this.delivery.send });
     const { host, port } = this.ctx.config.http;
     await new Promise<void>((resolve, reject) => {
@@ -176,6 +180,8 @@ export class SortieService {
     // gRPC streams may stay open for good; cut them early enough to leave time for delivery and the pool.
     const grace = this.ctx.config.shutdownGraceMs;
     await Promise.all([http?.close(), grpc?.close({ forceAfterMs: Math.max(grace / 2, grace - 5000) })]);
+    await this.#keys?.stop();
+    this.#keys = undefined;
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();
