@@ -15,11 +15,19 @@
  * CPU time of each party (/proc) is read around every phase and printed per delivery: where a
  * 2-core machine's time goes, and what that allows at most.
  *
- * Targets (issue 4): dispatch p99 ≤ 10 ms; receipt p50 ≤ 15 ms, p99 ≤ 50 ms at 200/s; ≥ 1,000
- * deliveries/s and ≥ 50 % of the baseline. Env: BENCH_SECONDS (phase 1 length, default 15),
- * BENCH_FLOOR_BATCH (64) and BENCH_FLOOR_WORKERS (4): the floor's pull size and concurrent pullers.
+ * The cloud child counts its statements (count-statements.ts, preloaded), printed per dispatch and per
+ * delivery by shape: the round-trip budget.
+ *
+ * Targets: dispatch p99 ≤ 10 ms; receipt p50 ≤ 15 ms, p99 ≤ 50 ms at 200/s; CPU per dispatch with its
+ * delivery ≤ 1.5 ms across all parties; deliveries sustained ≥ 70 % of the same run's durable floor.
+ * Env: BENCH_SECONDS (phase 1 length, default 15), BENCH_FLOOR_BATCH (64) and BENCH_FLOOR_WORKERS (4):
+ * the floor's pull size and concurrent pullers; BENCH_CHILD_NODE_OPTIONS: node flags for the cloud child
+ * only (e.g. "--cpu-prof --cpu-prof-dir=.tmp/prof").
  */
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { SCOPES } from '@sortie/contracts';
 import { Agent, Pool, request } from 'undici';
@@ -31,7 +39,8 @@ import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
 import { runDeliveryFloor } from './delivery-floor.ts';
-import { namedProcessCpuMs, ownCpuMs, postgresCpuMs, processCpuMs } from './bench-env.ts';
+import { namedProcessCpuMs, ownCpuMs, processCpuMs } from './bench-env.ts';
+import { PostgresCpuMeter } from './postgres-cpu.ts';
 
 const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const PHASE1_RATE = 200;
@@ -75,11 +84,21 @@ await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverPort = (receiver.address() as AddressInfo).port;
 
 // ---- the cloud in a child process ------------------------------------------------------------------
-const child = await startServiceChild(fixture.env({ SORTIE_LOG_LEVEL: 'warn' }));
+// The child counts its statements (count-statements.ts, preloaded); BENCH_CHILD_NODE_OPTIONS adds
+// flags for it alone, e.g. "--cpu-prof --cpu-prof-dir=.tmp/prof".
+const statementsFile = path.join(tmpdir(), `sortie-bench-statements-${process.pid}.json`);
+const child = await startServiceChild(
+  fixture.env({
+    SORTIE_LOG_LEVEL: 'warn',
+    BENCH_STATEMENTS_FILE: statementsFile,
+    NODE_OPTIONS: [`--import=${path.join(import.meta.dirname, 'count-statements.ts')}`, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' '),
+  }),
+);
 const apiPort = child.port;
 const api = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64 });
 
 async function cleanup() {
+  rmSync(statementsFile, { force: true });
   child.process.kill('SIGTERM');
   await child.exited;
   await api.close();
@@ -154,17 +173,56 @@ async function dispatch(key: string, commandId: string): Promise<number> {
   return now() - started;
 }
 
-/** CPU ms so far of each party: the cloud, its Postgres backends, the NATS server, this process (driver + receiver). */
-function cpuNow() {
-  return { cloud: processCpuMs(child.process.pid!), postgres: postgresCpuMs(testDb.name), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+/** The cloud's statements so far, by shape (count-statements.ts writes them on SIGUSR2). */
+async function statementsNow(): Promise<Record<string, number>> {
+  const before = readStatements()?.at ?? 0;
+  child.process.kill('SIGUSR2');
+  for (let i = 0; i < 500; i++) {
+    const now = readStatements();
+    if (now && now.at > before) return now.counts;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('the cloud child did not write its statement counts');
 }
-type Cpu = ReturnType<typeof cpuNow>;
-const cpuPer = (before: Cpu, count: number) => {
-  const after = cpuNow();
-  const per = (k: keyof Cpu) => Number(((after[k] - before[k]) / count).toFixed(3));
-  const r = { cloud: per('cloud'), postgres: per('postgres'), nats: per('nats'), bench: per('bench') };
-  return { ...r, total: Number((r.cloud + r.postgres + r.nats + r.bench).toFixed(3)) };
-};
+function readStatements(): { at: number; counts: Record<string, number> } | undefined {
+  try {
+    return JSON.parse(readFileSync(statementsFile, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+/**
+ * CPU of each party over a phase: the cloud, this database's Postgres backends (and all of Postgres),
+ * the NATS server, this process (driver + receiver); and the cloud's statements (each one round trip).
+ * `per(count)` ends the phase and divides by `count` (dispatches or deliveries).
+ */
+async function startMeasuring() {
+  const postgres = new PostgresCpuMeter(testDb.name);
+  const statements = await statementsNow();
+  postgres.start();
+  const cpu = { cloud: processCpuMs(child.process.pid!), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+  return {
+    async per(count: number) {
+      const after = { cloud: processCpuMs(child.process.pid!), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+      const pg = postgres.stop();
+      const f = (x: number) => Number((x / count).toFixed(3));
+      const r = { cloud: f(after.cloud - cpu.cloud), postgres: f(pg.database), nats: f(after.nats - cpu.nats), bench: f(after.bench - cpu.bench) };
+      const statementsAfter = await statementsNow();
+      const byShape = Object.entries(statementsAfter)
+        .map(([shape, n]) => [shape, n - (statements[shape] ?? 0)] as const)
+        .filter(([, n]) => n > 0)
+        .sort((a, b) => b[1] - a[1])
+        .map(([shape, n]) => ({ perItem: f(n), shape }));
+      return {
+        ...r,
+        total: Number((r.cloud + r.postgres + r.nats + r.bench).toFixed(3)),
+        postgresAllProcesses: f(pg.all),
+        statements: f(byShape.reduce((sum, s) => sum + s.perItem * count, 0)),
+        byShape,
+      };
+    },
+  };
+}
 
 async function waitUntil(check: () => boolean, timeoutMs: number) {
   const until = Date.now() + timeoutMs;
@@ -182,7 +240,7 @@ try {
   log(`phase 1: ${total1} dispatches at ${PHASE1_RATE}/s`);
   const sentAt = new Map<string, number>();
   const requestMs: number[] = [];
-  const cpu1 = cpuNow();
+  const cpu1 = await startMeasuring();
   const start1 = now();
   const inflight: Promise<void>[] = [];
   for (let i = 0; i < total1; i++) {
@@ -197,7 +255,7 @@ try {
   await waitUntil(() => ids1.slice(0, total1).every((id) => receipts.has(id)), 30_000);
   const receiptMs = ids1.slice(0, total1).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
   const achievedRate = total1 / ((now() - start1) / 1000);
-  const cpuPerDispatch = cpuPer(cpu1, total1);
+  const cpuPerDispatch = await cpu1.per(total1);
 
   // ---- phase 2: sustained deliveries/s ----------------------------------------------------------
   const fanOrg = await setupOrg(FANOUT);
@@ -205,7 +263,7 @@ try {
   const expected = PHASE2_COMMANDS * FANOUT;
   log(`phase 2: ${PHASE2_COMMANDS} dispatches × ${FANOUT} endpoints = ${expected} deliveries`);
   const receivedBefore = received;
-  const cpu2 = cpuNow();
+  const cpu2 = await startMeasuring();
   const start2 = now();
   let next = 0;
   await Promise.all(
@@ -217,7 +275,7 @@ try {
   await waitUntil(() => received - receivedBefore >= expected, 120_000);
   const deliveredIn = (now() - start2) / 1000;
   const delivered = received - receivedBefore;
-  const cpuPerDelivery = cpuPer(cpu2, delivered);
+  const cpuPerDelivery = await cpu2.per(delivered);
   const deliveriesPerSecond = delivered / deliveredIn;
 
   // ---- baseline: bare undici POSTs to the same receiver ------------------------------------------
@@ -245,11 +303,11 @@ try {
     return (received - before) / ((now() - start) / 1000);
   };
   const baselineSequential = await postLoop(1, BASELINE_SECONDS);
-  const cpu3 = cpuNow();
+  const cpu3 = await startMeasuring();
   const before3 = received;
   const baselinePerSecond = await postLoop(32, BASELINE_SECONDS);
-  const cpuPerPost = cpuPer(cpu3, received - before3);
-  const cpu4 = cpuNow();
+  const cpuPerPost = await cpu3.per(received - before3);
+  const cpu4 = await startMeasuring();
   const floor = await runDeliveryFloor({
     db,
     natsUrl: TEST_NATS_URL,
@@ -261,7 +319,7 @@ try {
     batch: FLOOR_BATCH,
     workers: FLOOR_WORKERS,
   });
-  const cpuPerFloorDelivery = cpuPer(cpu4, floor.delivered);
+  const cpuPerFloorDelivery = await cpu4.per(floor.delivered);
   const floorPerSecond = floor.delivered / floor.seconds;
   await baselineAgent.close();
 
@@ -302,18 +360,24 @@ try {
       '',
       `dispatch request        p50 ${ms(result.phase1.dispatchRequestMs.p50)}   p99 ${ms(result.phase1.dispatchRequestMs.p99)}   (target p99 ≤ 10 ms)`,
       `dispatch → receipt      p50 ${ms(result.phase1.dispatchToReceiptMs.p50)}   p99 ${ms(result.phase1.dispatchToReceiptMs.p99)}   at ${result.phase1.rate}/s (targets 15 / 50 ms)`,
-      `deliveries sustained    ${result.phase2.deliveriesPerSecond}/s (target ≥ 1000/s)`,
+      `deliveries sustained    ${result.phase2.deliveriesPerSecond}/s = ${(result.ratio.vsFloor * 100).toFixed(1)} % of the same run's durable floor ` +
+        `(${result.floor.deliveriesPerSecond}/s; target ≥ 70 %)`,
       `baseline undici POSTs   one loop ${result.baseline.sequentialPostsPerSecond}/s (ratio ${(result.ratio.vsSequential * 100).toFixed(1)} %), ` +
-        `32 loops ${result.baseline.concurrentPostsPerSecond}/s (ratio ${(result.ratio.vsConcurrent * 100).toFixed(1)} %)   (target ≥ 50 %)`,
-      `durable floor           ${result.floor.deliveriesPerSecond}/s = ${(result.ratio.floorVsSequential * 100).toFixed(1)} % of one undici loop; ` +
-        `the engine reaches ${(result.ratio.vsFloor * 100).toFixed(1)} % of the floor`,
+        `32 loops ${result.baseline.concurrentPostsPerSecond}/s (ratio ${(result.ratio.vsConcurrent * 100).toFixed(1)} %); ` +
+        `the floor is ${(result.ratio.floorVsSequential * 100).toFixed(1)} % of one loop`,
+      `CPU ms per dispatch     at ${result.phase1.rate}/s, with its delivery: cloud ${cpuPerDispatch.cloud}, Postgres ${cpuPerDispatch.postgres}, ` +
+        `NATS ${cpuPerDispatch.nats}, driver+receiver ${cpuPerDispatch.bench}: ${cpuPerDispatch.total} in all (target ≤ 1.5 ms); ` +
+        `all of Postgres ${cpuPerDispatch.postgresAllProcesses}`,
+      `statements per dispatch ${cpuPerDispatch.statements} (each one round trip):`,
+      ...cpuPerDispatch.byShape.slice(0, 12).map((s) => `  ${s.perItem.toFixed(3).padStart(7)}  ${s.shape}`),
       `CPU ms per delivery     cloud ${cpuPerDelivery.cloud}, Postgres ${cpuPerDelivery.postgres}, NATS ${cpuPerDelivery.nats}, ` +
-        `driver+receiver ${cpuPerDelivery.bench}: ${cpuPerDelivery.total} in all (2 cores: at most ${Math.round(2000 / cpuPerDelivery.total)}/s)`,
+        `driver+receiver ${cpuPerDelivery.bench}: ${cpuPerDelivery.total} in all (2 cores: at most ${Math.round(2000 / cpuPerDelivery.total)}/s); ` +
+        `all of Postgres ${cpuPerDelivery.postgresAllProcesses}`,
+      `statements per delivery ${cpuPerDelivery.statements} (fan-out of ${FANOUT}, dispatched as fast as taken):`,
+      ...cpuPerDelivery.byShape.slice(0, 12).map((s) => `  ${s.perItem.toFixed(3).padStart(7)}  ${s.shape}`),
       `CPU ms per bare POST    client+receiver ${cpuPerPost.bench} (2 cores: at most ${Math.round(2000 / cpuPerPost.total)}/s)`,
       `CPU ms per floor job    Postgres ${cpuPerFloorDelivery.postgres}, NATS ${cpuPerFloorDelivery.nats}, bench ${cpuPerFloorDelivery.bench}: ` +
         `${cpuPerFloorDelivery.total} in all (2 cores: at most ${Math.round(2000 / cpuPerFloorDelivery.total)}/s)`,
-      `CPU ms per dispatch     at ${result.phase1.rate}/s, with its delivery: cloud ${cpuPerDispatch.cloud}, Postgres ${cpuPerDispatch.postgres}, ` +
-        `NATS ${cpuPerDispatch.nats}, driver+receiver ${cpuPerDispatch.bench}`,
     ].join('\n'),
   );
 } finally {
