@@ -13,7 +13,7 @@
  * The endpoint's secret is shown once by Sortie; the receiver keeps it in <data dir>/receiver/secret
  * (mode 0600) and rotates the endpoint to get a new one when that file is gone.
  *
- * Options (flag, then environment): --url / SORTIE_URL (http://localhost:8080), --api-key / SORTIE_API_KEY
+ * Options (flag, then environment): --url / SORTIE_URL (http://localhost:8080), --key / SORTIE_API_KEY
  * (webhooks:read and webhooks:write), --port / RECEIVER_PORT (8443), --data-dir / SORTIE_DATA_DIR
  * (.sortie-data). Exit codes: 0 stopped by a signal, 1 failure, 2 bad usage.
  */
@@ -92,6 +92,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       allowPositionals: true,
       options: {
         url: { type: 'string' },
+        key: { type: 'string' },
         'api-key': { type: 'string' },
         port: { type: 'string' },
         'data-dir': { type: 'string' },
@@ -104,7 +105,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    process.stdout.write('usage: npm run receiver [-- setup] [--url URL] [--api-key KEY] [--port N] [--data-dir DIR]\n');
+    process.stdout.write('usage: npm run receiver [-- setup] [--url URL] [--key KEY] [--port N] [--data-dir DIR]\n');
     return 0;
   }
   const files = receiverFiles(values['data-dir'] ?? env.SORTIE_DATA_DIR ?? '.sortie-data');
@@ -117,9 +118,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write(`receiver: unknown command "${positionals[0]}" (only "setup")\n`);
     return 2;
   }
-  const apiKey = values['api-key'] ?? env.SORTIE_API_KEY;
+  const apiKey = values.key ?? values['api-key'] ?? env.SORTIE_API_KEY;
   if (!apiKey) {
-    process.stderr.write('receiver: set SORTIE_API_KEY (or --api-key) to a key with webhooks:read and webhooks:write\n');
+    process.stderr.write('receiver: set SORTIE_API_KEY (or --key) to a key with webhooks:read and webhooks:write\n');
     return 2;
   }
   const port = Number(values.port ?? env.RECEIVER_PORT ?? 8443);
@@ -153,7 +154,20 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
   const tls = { cert: await readFile(files.cert, 'utf8'), key: await readFile(files.key, 'utf8') };
   const server = serveReceiver(receiver, tls);
-  await new Promise<void>((resolve) => server.listen(port, resolve));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await receiver.close();
+    const busy = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    process.stderr.write(`receiver: ${busy ? `port ${port} is in use (another receiver?); pick another with --port or RECEIVER_PORT` : (error as Error).message}\n`);
+    return 1;
+  }
   process.stdout.write(`receiver: ${url} is webhook endpoint ${endpoint.id} (${endpoint.how}); waiting for commands (Ctrl-C stops)\n`);
   await new Promise<void>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
