@@ -40,14 +40,17 @@ function isErrorCode(value: string | null): value is ErrorCode {
 /**
  * A failed RPC as the same typed error HTTP calls throw: the service's own code from
  * `x-sortie-error-code` (so callers branch alike on both), the status that code travels with over HTTP.
- * What is no ConnectError (a bug in the caller) passes through.
+ * What is no ConnectError (a bug in the caller), and an UNAVAILABLE no service answered, pass through.
  */
 export function rpcError(error: unknown, requestId: string): unknown {
   if (!(error instanceof ConnectError)) return error;
   const sent = error.metadata.get(ERROR_CODE_TRAILER);
+  // No code and UNAVAILABLE: nothing answered (connection refused, reset); the ConnectError says why.
+  if (!isErrorCode(sent) && error.code === Code.Unavailable) return error;
   const code: ErrorCode | 'http_error' = isErrorCode(sent) ? sent : (CODE_OF_STATUS[error.code] ?? (error.code === Code.Internal ? 'internal_error' : 'http_error'));
   return new SortieApiError({
-    status: code === 'http_error' ? 0 : ERROR_STATUS[code],
+    // Status 0 is kept for inputs never sent; an answer without a code reads as a bad gateway.
+    status: code === 'http_error' ? 502 : ERROR_STATUS[code],
     code,
     message: error.rawMessage,
     requestId: error.metadata.get(REQUEST_ID_HEADER) ?? requestId,
