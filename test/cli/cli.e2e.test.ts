@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { McapStreamReader } from '@mcap/core';
 import { run } from '@sortie/cli';
 import { createSortieClient } from '@sortie/client';
 import { CommandDispatchedBodySchema } from '@sortie/contracts';
@@ -29,15 +30,23 @@ interface Outcome {
   code: number;
   stdout: string;
   stderr: string;
+  /** stdout as bytes (an MCAP file is not text). */
+  bytes?: Buffer;
 }
 
 class Capture extends PassThrough {
-  text = '';
+  readonly chunks: Buffer[] = [];
   isTTY: boolean;
   constructor(isTTY = false) {
     super();
     this.isTTY = isTTY;
-    this.on('data', (chunk: Buffer) => (this.text += chunk.toString()));
+    this.on('data', (chunk: Buffer) => this.chunks.push(Buffer.from(chunk)));
+  }
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+  get text(): string {
+    return this.bytes.toString();
   }
 }
 
@@ -45,7 +54,7 @@ async function sortie(args: string[], options: { key?: string; stderrTTY?: boole
   const stdout = new Capture();
   const stderr = new Capture(options.stderrTTY);
   const code = await run(args, { env: { SORTIE_URL: f.t.url, SORTIE_API_KEY: options.key ?? org.key }, stdout, stderr });
-  return { code, stdout: stdout.text, stderr: stderr.text };
+  return { code, stdout: stdout.text, stderr: stderr.text, bytes: stdout.bytes };
 }
 
 async function sortieBin(args: string[], env: Record<string, string>): Promise<Outcome> {
@@ -229,7 +238,21 @@ describe('export', () => {
   it('MCAP to stdout with -o -', async () => {
     const exported = await sortie(['export', datasetId, '--format', 'mcap', '-o', '-']);
     expect(exported.code).toBe(0);
-    expect(exported.stdout.startsWith('\u0089MCAP0\r\n')).toBe(true);
+    expect(exported.bytes!.subarray(0, 8)).toEqual(Buffer.from([0x89, ...Buffer.from('MCAP0\r\n')]));
+    // Read back: one message per row on /rows, the values written, log time = sample time.
+    const reader = new McapStreamReader();
+    reader.append(new Uint8Array(exported.bytes!));
+    const topics = new Map<number, string>();
+    const rows: { topic: string; logTime: bigint; data: unknown }[] = [];
+    for (let record; (record = reader.nextRecord()); ) {
+      if (record.type === 'Channel') topics.set(record.id, record.topic);
+      if (record.type === 'Message') rows.push({ topic: topics.get(record.channelId)!, logTime: record.logTime, data: JSON.parse(new TextDecoder().decode(record.data)) });
+    }
+    expect(reader.done()).toBe(true);
+    const onRows = rows.filter((r) => r.topic === '/rows');
+    expect(onRows).toHaveLength(50);
+    expect(onRows[3]).toEqual({ topic: '/rows', logTime: BigInt(Date.UTC(2026, 0, 1) + 300) * 1_000_000n, data: { altitude: 3, mode: 'climb' } });
+    expect(rows.filter((r) => r.topic === '/events')).toHaveLength(1);
   });
 });
 
