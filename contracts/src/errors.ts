@@ -19,8 +19,10 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
-  // A dependency the request needs (the database) is unreachable for the moment, e.g. restarting: the
-  // request did nothing, and the same request may be sent again after Retry-After.
+  // A dependency the request needs (the database) is unreachable for the moment, e.g. restarting. Send
+  // the same request again after Retry-After; one cut off mid-way may have taken effect, as with any
+  // lost answer, and the retry says so (a dispatch answers 409 already queued, a create with the same
+  // clientToken returns the first command).
   unavailable: 503,
 } as const;
 

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect as tcpConnect } from 'node:net';
+import { connect as tcpConnect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, NATS_SERVER_BIN } from '@sortie/cloud/testing';
+import { NATS_SERVER_BIN } from '@sortie/cloud/testing';
 
 /**
  * A three-node NATS JetStream cluster on loopback, each node a nats-server process with its own store
@@ -26,6 +26,20 @@ export interface NatsNode {
   start(): Promise<void>;
 }
 
+/** `n` distinct free loopback ports: every listener is held open until all are known, so none repeats. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((server) => (server.address() as AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));
+  return ports;
+}
+
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -44,7 +58,8 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), 'sortie-nats-cluster-'));
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
+  const free = await freePorts(size * 2);
+  const ports = Array.from({ length: size }, (_, i) => ({ client: free[2 * i]!, route: free[2 * i + 1]! }));
   const clusterName = `sortie_fault_${process.pid}`;
   const nodes: NatsNode[] = [];
   for (const [i, p] of ports.entries()) {
@@ -68,8 +83,9 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       port: p.client,
       running: () => child !== undefined && child.exitCode === null && child.signalCode === null,
       start: async () => {
-        child = spawn(NATS_SERVER_BIN, ['-c', configFile], { stdio: 'ignore' });
-        await waitForPort(p.client, 10_000);
+        // Its log goes to a file beside its store, for a start that fails (a port taken meanwhile).
+        child = spawn(NATS_SERVER_BIN, ['-c', configFile, '-l', path.join(dir, `${name}.log`)], { stdio: 'ignore' });
+        await waitForPort(p.client, 20_000);
       },
       kill: async (signal) => {
         const c = child;

@@ -13,6 +13,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Kysely<Database>;
 
+/** How long opening one pooled connection to PostgreSQL may take. */
+export const CONNECT_TIMEOUT_MS = 5000;
+
 export interface DatabaseHandle {
   db: Db;
   /** 'postgres' for a server, 'pglite' for the embedded default. */
@@ -32,7 +35,15 @@ export async function openDatabase(options: {
   onPoolError?: (error: Error) => void;
 }): Promise<DatabaseHandle> {
   if (options.url) {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 20 });
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 20,
+      // A server that accepts the TCP connection but never answers (stopping, overloaded, a half-open
+      // network path) fails the request after this long (503 unavailable) instead of holding it.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // Notice a peer that vanished without closing (a failed-over host): the kernel probes idle sockets.
+      keepAlive: true,
+    });
     // Without a listener, node treats the pool's 'error' as fatal: one Postgres restart would kill the process.
     pool.on('error', (error) => options.onPoolError?.(error));
     // The pool listens only to idle clients. A connection dying under a checked-out client (a query in

@@ -21,9 +21,10 @@ const DRIVER_MESSAGES = [
 ];
 
 /**
- * True when a query failed because PostgreSQL was unreachable rather than because of the query: the
- * request did nothing the caller can rely on and may be sent again (HTTP 503 `unavailable`, gRPC
- * UNAVAILABLE). Looks through `cause` chains and AggregateErrors (one per address tried).
+ * True when a query failed because PostgreSQL was unreachable rather than because of the query (HTTP
+ * 503 `unavailable`, gRPC UNAVAILABLE): the request may be sent again. A statement whose connection
+ * broke after it was sent may still have committed, so its outcome is unknown, as with any lost
+ * answer. Looks through `cause` chains and AggregateErrors (one per address tried).
  */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 4) return false;

@@ -32,12 +32,15 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 /**
  * What a thrown error means for the client, when it is not a server fault: an ApiError as it is, a
  * query that failed because PostgreSQL was unreachable (stopped, restarting, failing over) as 503
- * `unavailable` with Retry-After. Anything else is a fault (undefined): 500, logged.
+ * `unavailable` with Retry-After. Anything else is a fault (undefined): 500, logged. A 503 does not
+ * promise that nothing happened: a statement whose connection broke may have committed, so clients
+ * retry with the idempotent forms (the same dispatch, the same clientToken, the same append rows).
  */
 export function clientFacingError(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (isDatabaseUnavailable(error)) {
-    return new ApiError('unavailable', 'the database is unreachable for the moment; nothing was done, send the request again shortly', {
+    // Not "nothing was done": a connection that broke while PostgreSQL committed leaves the outcome unknown.
+    return new ApiError('unavailable', 'the database is unreachable for the moment; send the same request again after Retry-After', {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
   }

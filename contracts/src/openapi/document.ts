@@ -109,7 +109,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   headers_too_large: 'the request line and headers exceed 16 KiB',
   rate_limited: 'too many attempts; wait for Retry-After seconds',
   internal_error: 'an unexpected fault; quote the request id when reporting it',
-  unavailable: 'the database is unreachable for the moment (restarting, failing over); nothing was done, send the request again after Retry-After seconds',
+  unavailable: 'the database is unreachable for the moment (restarting, failing over); send the same request again after Retry-After seconds (one cut off mid-way may have taken effect: a repeated dispatch then answers 409, a create with the same clientToken the first command)',
 };
 
 /** Codes every route of a kind can answer, on top of those the table names. */
