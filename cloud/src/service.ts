@@ -8,6 +8,7 @@ import type { AppContext } from './platform/context.ts';
 import { detectTimescale, migrateToLatest, openDatabase, type DatabaseHandle } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
+import { moveLegacyNarrowSamples } from './telemetry/sinks.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { startHttpKeyCache } from './auth/http-key-cache.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
@@ -73,6 +74,9 @@ export class SortieService {
     try {
       const applied = await migrateToLatest(database.db);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+      // Narrow data of the former one-row-per-field shape moves to one row per message (decision 0006).
+      const moved = await moveLegacyNarrowSamples(database.db);
+      if (moved.datasets > 0) logger.info(moved, 'narrow samples moved to one row per message');
       database.timescale = await detectTimescale(database, (version) =>
         logger.warn({ version, minimum: TIMESCALE_MIN_VERSION }, 'TimescaleDB too old for hypertables; using plain tables'),
       );

@@ -54,3 +54,6 @@ export async function openSink(
   }
   throw new NotYetSupportedError(`ingest of ${dataset.storage_shape} datasets in the ${target.format || 'wide'} format is not available yet`);
 }
+
+/** Start-up: narrow data of the former one-row-per-field shape moved into the message tables (narrow/legacy-samples.ts). */
+export { moveLegacyNarrowSamples } from './narrow/legacy-samples.ts';
