@@ -28,7 +28,8 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['channels', 'events'],
   ['commands'],
   ['delivery'],
-  ['grpc', 'observability', 'api-docs', 'console', 'export'],
+  ['grpc', 'observability', 'console', 'export'],
+  ['api-docs'],
   ['.'],
   ['admin', 'testing'],
 ];

@@ -44,6 +44,6 @@ describe('renderDocsPage', () => {
 
   it('needs nothing from the network', () => {
     expect(html).not.toMatch(/<script|<link|\ssrc=|@import|url\(/i);
-    expect(html.match(/href="[^"#][^"]*"/g)).toEqual(['href="openapi.json"']);
+    expect(html.match(/href="[^"#][^"]*"/g)).toEqual(['href="openapi.json"', 'href="docs/grpc"', 'href="docs/webhooks"', 'href="docs/mavlink"']);
   });
 });

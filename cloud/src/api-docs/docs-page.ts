@@ -39,6 +39,8 @@ export function renderDocsPage(document: OpenApiDocument): string {
 Authenticate with the <code>x-api-key</code> header holding an <code>sk_</code> key with the scope each operation names;
 <code>POST /api/commands/ack</code> takes <code>Authorization: Bearer cak_…</code> instead.
 Send <code>X-Request-Id</code> to correlate logs; every response carries one.</p>
+<p>Guides: <a href="docs/grpc">telemetry over gRPC and Connect</a> (also on this port under <code>/api/rpc</code>) ·
+<a href="docs/webhooks">webhook delivery and signature verification</a> · <a href="docs/mavlink">MAVLink signal catalogue</a>.</p>
 </header>
 <nav><h2>Operations</h2><ul>${toc}</ul><p><a href="#schemas">Schemas</a></p></nav>
 <main>

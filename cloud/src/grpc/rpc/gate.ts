@@ -5,8 +5,8 @@ import { principalKey, requestIdKey } from './context.ts';
 import type { GrpcDeps } from './deps.ts';
 import { settleProtocolError, toConnectError } from './errors.ts';
 
-/** The scope each RPC needs, by the method's local name. */
-const SCOPE_OF: Record<string, Scope> = {
+/** The scope each RPC needs, by the method's local name (also what /docs/grpc lists). */
+export const SCOPE_OF: Readonly<Record<string, Scope>> = {
   submit: 'telemetry:write',
   streamSubmit: 'telemetry:write',
   query: 'telemetry:read',
