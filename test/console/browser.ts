@@ -1,7 +1,10 @@
 // Real Chromium for the console's tests and bench: the Debian package at /usr/bin/chromium driven by
 // playwright-core, which never downloads a browser. CI installs the package (.ci/run).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.SORTIE_CHROMIUM ?? '/usr/bin/chromium';
@@ -10,7 +13,15 @@ export function chromiumMissing(): string | undefined {
   return existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set SORTIE_CHROMIUM)`;
 }
 
+/**
+ * The browser suite runs unless SORTIE_SKIP_BROWSER=1 says otherwise: a missing Chromium is a failure
+ * naming the fix, never a silent skip (a skipped suite would pass CI with the console untested).
+ */
+export const SKIP_BROWSER = process.env.SORTIE_SKIP_BROWSER === '1';
+
 export async function launchChromium(): Promise<Browser> {
+  const missing = chromiumMissing();
+  if (missing) throw new Error(missing);
   // --no-sandbox: CI runs as root in a container, where Chromium's sandbox cannot start.
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }
@@ -49,4 +60,19 @@ export function watchPageProblems(page: Page): string[] {
   });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   return problems;
+}
+
+/**
+ * Where the tests put their screenshots: docs/screenshots when SORTIE_SCREENSHOTS=1 asks for the docs'
+ * images to be renewed, else a temporary folder. They are taken on every run either way, so a view that
+ * cannot be captured fails the tests; only a deliberate run rewrites the committed images, and CI leaves
+ * the working tree clean.
+ */
+export function screenshotDir(): { dir: string; temporary: boolean } {
+  if (process.env.SORTIE_SCREENSHOTS === '1') {
+    const docs = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+    mkdirSync(docs, { recursive: true });
+    return { dir: docs, temporary: false };
+  }
+  return { dir: mkdtempSync(join(tmpdir(), 'console-screenshots-')), temporary: true };
 }

@@ -2,7 +2,7 @@ import type { ArmingRecord, CommandRecord, CommandTemplate, ConsoleSession, Deli
 import { ARMING_TTL_SECONDS, ACK_TIMEOUT_SECONDS } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ConsoleApiError, type ConsoleApi } from './api.ts';
+import { SortieApiError, type ConsoleApi } from './api.ts';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatIso } from './format.ts';
 import { need } from './scopes.ts';
@@ -19,7 +19,7 @@ interface Props {
 }
 
 function message(e: unknown): string {
-  if (e instanceof ConsoleApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
+  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
   return e instanceof Error ? e.message : String(e);
 }
 
@@ -30,8 +30,15 @@ export function CommandsPanel(props: Props): VNode<any> {
   const [now, setNow] = useState(Date.now());
   const [error, setError] = useState('');
   const [refresh, setRefresh] = useState(0);
+  // Undefined until loaded: a row of a templated command asks for its text to be typed until the
+  // template is known not to be destructive, so a fast click never skips the confirmation.
+  const [templates, setTemplates] = useState<CommandTemplate[] | undefined>();
   const read = need(session.scopes, 'commands:read');
   const write = need(session.scopes, 'commands:write');
+
+  useEffect(() => {
+    if (!read.disabled) api.templates().then(setTemplates, () => setTemplates([]));
+  }, [api]);
 
   useEffect(() => {
     if (read.disabled) return;
@@ -79,7 +86,7 @@ export function CommandsPanel(props: Props): VNode<any> {
     read.note,
     error ? h('p', { class: 'error', role: 'alert' }, error) : null,
     h(ArmControls, { api, experimentId, datasetId, armed, expiresIn, write, act }),
-    h(CreateCommand, { api, experimentId, datasetId, write, act, canReadTemplates: !read.disabled }),
+    h(CreateCommand, { api, experimentId, datasetId, write, act, templates: templates ?? [] }),
     commands === undefined && !read.disabled ? h('p', { class: 'muted' }, 'Loading the command log…') : null,
     commands && commands.length === 0 ? h('p', { class: 'muted' }, 'No commands logged on this dataset.') : null,
     commands && commands.length > 0
@@ -89,7 +96,7 @@ export function CommandsPanel(props: Props): VNode<any> {
           h(
             'tbody',
             null,
-            commands.map((c) => h(CommandRow, { key: c.id, api, session, command: c, armed, act })),
+            commands.map((c) => h(CommandRow, { key: c.id, api, session, command: c, armed, act, templates })),
           ),
         ])
       : null,
@@ -109,15 +116,12 @@ function ArmControls(props: { api: ConsoleApi; experimentId: string; datasetId: 
   ]);
 }
 
-function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId: string; write: ReturnType<typeof need>; act: (f: () => Promise<unknown>) => void; canReadTemplates: boolean }): VNode<any> {
-  const [templates, setTemplates] = useState<CommandTemplate[]>([]);
+function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId: string; write: ReturnType<typeof need>; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] }): VNode<any> {
+  const { templates } = props;
   const [templateKey, setTemplateKey] = useState('');
   const [text, setText] = useState('');
   const [relTime, setRelTime] = useState('0');
   const [values, setValues] = useState<Record<string, string>>({});
-  useEffect(() => {
-    if (props.canReadTemplates) props.api.templates().then(setTemplates, () => setTemplates([]));
-  }, [props.api]);
   const template = templates.find((t) => t.key === templateKey);
   const fields = useMemo(() => argFields(template?.argsSchema ?? null), [template]);
   const disabled = props.write.disabled;
@@ -174,25 +178,22 @@ function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId
 
 const STATUS_LABEL: Record<CommandRecord['status'], string> = { logged: 'logged', queued: 'queued', acked: 'acked', nacked: 'nacked', timed_out: 'timed out' };
 
-function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: CommandRecord; armed: boolean; act: (f: () => Promise<unknown>) => void }): VNode<any> {
+function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: CommandRecord; armed: boolean; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] | undefined }): VNode<any> {
   const { command: c, api } = props;
   const [confirming, setConfirming] = useState(false);
   const [typed, setTyped] = useState('');
   const [timeout, setTimeoutSeconds] = useState(String(ACK_TIMEOUT_SECONDS.default));
   const [attempts, setAttempts] = useState<DeliveryAttempt[] | undefined>();
-  const [templates, setTemplates] = useState<CommandTemplate[] | undefined>();
   const write = need(props.session.scopes, 'commands:write');
   const hooksRead = need(props.session.scopes, 'webhooks:read');
   const retracted = c.retractedAt !== null;
   const canDispatch = c.status === 'logged' && !retracted;
 
   useEffect(() => {
-    if (confirming && templates === undefined && c.templateKey) api.templates().then(setTemplates, () => setTemplates([]));
-  }, [confirming]);
-  useEffect(() => {
     if (attempts !== undefined) api.deliveries(c.id).then(setAttempts, () => undefined);
   }, [c.status, c.deliveryAttempts]);
-  const destructive = templates?.find((t) => t.key === c.templateKey)?.destructive ?? false;
+  // A template not (yet) known counts as destructive; a free-form command has no template to say so.
+  const destructive = c.templateKey ? (props.templates === undefined ? true : (props.templates.find((t) => t.key === c.templateKey)?.destructive ?? true)) : false;
 
   const times = [
     ['issued', c.issuedAt],

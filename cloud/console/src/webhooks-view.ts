@@ -1,12 +1,12 @@
 import type { ConsoleSession, DeliveryAttempt, Notification, WebhookEndpoint, WebhookEndpointWithSecret } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ConsoleApiError, type ConsoleApi } from './api.ts';
+import { SortieApiError, type ConsoleApi } from './api.ts';
 import { formatIso } from './format.ts';
 import { need } from './scopes.ts';
 
 function message(e: unknown): string {
-  if (e instanceof ConsoleApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
+  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
   return e instanceof Error ? e.message : String(e);
 }
 

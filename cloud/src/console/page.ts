@@ -9,6 +9,7 @@ export function renderConsolePage(bundle: ConsoleBundle): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sortie console</title>
+<link rel="icon" href="data:,">
 ${css}
 <script type="module" src="/console/assets/${bundle.script}"></script>
 </head>
