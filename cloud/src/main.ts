@@ -1,3 +1,4 @@
+import { startupBanner } from './banner.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { SortieService } from './service.ts';
 import { exitOnSignals } from './shutdown.ts';
@@ -5,6 +6,20 @@ import { exitOnSignals } from './shutdown.ts';
 try {
   const service = await SortieService.create(loadConfig());
   await service.start();
+  if (process.stdout.isTTY) {
+    const { config, database } = service.ctx;
+    process.stdout.write(
+      startupBanner({
+        httpHost: config.http.host,
+        httpPort: service.httpPort,
+        grpcHost: config.grpc.host,
+        grpcPort: service.grpcPort,
+        publicUrl: config.publicUrl,
+        database: database.kind,
+        dataDir: config.dataDir,
+      }),
+    );
+  }
   exitOnSignals({ destroy: () => service.destroy(), logger: service.ctx.logger, graceMs: service.ctx.config.shutdownGraceMs });
 } catch (error) {
   if (error instanceof ConfigError) {
