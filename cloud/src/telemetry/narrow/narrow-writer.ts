@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
+import type { Executor } from '../../db/executor.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession } from './boot-sessions.ts';
@@ -20,6 +21,9 @@ export interface NarrowTarget {
 /** A writer's copy of the dataset's boot sessions and message tables, valid while the dataset's version is `version`. */
 export interface SessionCache {
   version: number;
+  /** The dataset's highest frame_seq and bound system id at `version`. */
+  maxFrameSeq: number;
+  sysid: number;
   sessions: BootSession[];
   tables: Map<number, MessageTable>;
 }
@@ -50,8 +54,11 @@ export interface NarrowWriteResult {
  */
 export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
   const frames = batch.frames;
-  if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, sessions: [], tables: new Map() } };
+  if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, maxFrameSeq: 0, sysid: -1, sessions: [], tables: new Map() } };
   const order = frameOrder(batch);
+  const present = presentSignals(batch);
+  const fast = cache && (await writeOnCache(db, target, batch, order, present, cache));
+  if (fast) return fast;
 
   return db.transaction().execute(async (tx) => {
     const bound = await sql<{ sysid: number; version: number; max_frame_seq: number }>`
@@ -68,28 +75,8 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     const current = cache && cache.version === version;
     const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
     const tables = current ? cache.tables : await loadMessageTables(tx, target.datasetId);
-    const present = new Map<number, Set<string>>();
-    for (const [msgid, group] of batch.groups) {
-      const signals = new Set<string>();
-      group.layout.columns.forEach((c, i) => group.present[i] && signals.add(c.signal));
-      present.set(msgid, signals);
-    }
     await ensureMessageTables(tx, target.datasetId, tables, present);
-    const sessions = new BootSessions(known);
-    for (const f of order) {
-      const boot = batch.bootUs[f]!;
-      const gps = batch.gpsOffsetUs[f]!;
-      sessions.assign({
-        frameSeq: batch.frameSeq[f]!,
-        compid: batch.compid[f]!,
-        receivedUs: batch.receivedUs[f]!,
-        ...(Number.isFinite(boot) && { bootUs: boot }),
-        ...(Number.isFinite(gps) && { gpsOffsetUs: gps }),
-      });
-    }
-    // Labelled once the whole batch is fed: a reboot confirmed later in the batch moves earlier frames.
-    const sessionOf = new Int32Array(frames);
-    for (let f = 0; f < frames; f++) sessionOf[f] = sessions.sessionOf(batch.compid[f]!, batch.frameSeq[f]!);
+    const { sessions, sessionOf } = assignSessions(batch, order, known);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
     for (const r of sessions.relabels()) {
       for (const t of tables.values()) {
@@ -97,29 +84,115 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
           where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
       }
     }
-
-    // The common case, a stream appending frames above everything the dataset holds, is a plain
-    // insert: the row lock keeps the dataset's other writers out until commit. Only redelivery (or a
-    // late frame below the highest stored) pays for `on conflict do nothing`.
-    const first = batch.frameSeq[order[0]!]!;
+    const written = await writeRows(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
     const last = batch.frameSeq[order[frames - 1]!]!;
-    const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
-    // One insert per message id, all in one statement. Without conflicts every frame is new, so only
-    // the conflict path counts what it inserted (a frame is one row of one table).
-    const inserts = [...batch.groups.values()].map((group, i) => {
-      const name = sql.raw(`i${i}`);
-      return { name, cte: sql`${name} as (${insertGroup(target, tables.get(group.layout.msgid)!.table, batch, group, sessionOf, onConflict)} ${onConflict ? sql`returning 1` : sql``})` };
-    });
-    const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
-    const counts = await sql<{ frames: number }>`
-      with ${sql.join(inserts.map((x) => x.cte))},
-      s as (${upsertSessions(target.datasetId, sessions.changed())}),
-      v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
-            where dataset_id = ${target.datasetId}::uuid)
-      select (${counted})::float8 as frames`.execute(tx);
-    const written = counts.rows[0]!.frames;
-    return { written, duplicates: frames - written, rows: written, cache: { version: version + 1, sessions: sessions.all(), tables } };
+    return {
+      written: written!,
+      duplicates: frames - written!,
+      rows: written!,
+      cache: { version: version + 1, maxFrameSeq: Math.max(maxFrameSeq, last), sysid, sessions: sessions.all(), tables },
+    };
   });
+}
+
+/**
+ * The steady state of a stream, in one statement and one round trip (no explicit transaction): when
+ * the writer's cache knows every message table and signal of the batch and the batch confirms no
+ * reboot that re-labels stored rows, the rows, the sessions and the dataset's version go in one
+ * statement guarded by the cached version. The guard's update takes the dataset's row lock as the
+ * transaction's upsert would; if another writer wrote since (the version moved), nothing is written
+ * and the caller takes the transactional path with fresh state. Undefined = not written.
+ */
+async function writeOnCache(db: Db, target: NarrowTarget, batch: NarrowBatch, order: Int32Array, present: ReadonlyMap<number, ReadonlySet<string>>, cache: SessionCache): Promise<NarrowWriteResult | undefined> {
+  if (batch.sysid !== cache.sysid) return undefined;
+  for (const [msgid, signals] of present) {
+    const table = cache.tables.get(msgid);
+    if (!table) return undefined;
+    for (const s of signals) if (!table.signals.has(s)) return undefined;
+  }
+  const { sessions, sessionOf } = assignSessions(batch, order, cache.sessions);
+  if (sessions.relabels().length > 0) return undefined;
+  const written = await writeRows(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
+  if (written === undefined) return undefined;
+  const frames = batch.frames;
+  const last = batch.frameSeq[order[frames - 1]!]!;
+  return {
+    written,
+    duplicates: frames - written,
+    rows: written,
+    cache: { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables },
+  };
+}
+
+/** Signals each message id of the batch carries a value of. */
+function presentSignals(batch: NarrowBatch): Map<number, Set<string>> {
+  const present = new Map<number, Set<string>>();
+  for (const [msgid, group] of batch.groups) {
+    const signals = new Set<string>();
+    group.layout.columns.forEach((c, i) => group.present[i] && signals.add(c.signal));
+    present.set(msgid, signals);
+  }
+  return present;
+}
+
+/** Every frame (in frame_seq order) assigned a boot session; labelled once the whole batch is fed (a reboot confirmed later in the batch moves earlier frames). */
+function assignSessions(batch: NarrowBatch, order: Int32Array, known: readonly BootSession[]): { sessions: BootSessions; sessionOf: Int32Array } {
+  const sessions = new BootSessions(known);
+  for (const f of order) {
+    const boot = batch.bootUs[f]!;
+    const gps = batch.gpsOffsetUs[f]!;
+    sessions.assign({
+      frameSeq: batch.frameSeq[f]!,
+      compid: batch.compid[f]!,
+      receivedUs: batch.receivedUs[f]!,
+      ...(Number.isFinite(boot) && { bootUs: boot }),
+      ...(Number.isFinite(gps) && { gpsOffsetUs: gps }),
+    });
+  }
+  const sessionOf = new Int32Array(batch.frames);
+  for (let f = 0; f < batch.frames; f++) sessionOf[f] = sessions.sessionOf(batch.compid[f]!, batch.frameSeq[f]!);
+  return { sessions, sessionOf };
+}
+
+/**
+ * One statement: one insert per message id, the changed sessions, the dataset's version and highest
+ * frame_seq. With `guardVersion` every part is conditional on the dataset still being at that version
+ * (undefined returned when it was not). Returns the frames inserted.
+ */
+async function writeRows(
+  db: Executor,
+  target: NarrowTarget,
+  batch: NarrowBatch,
+  order: Int32Array,
+  tables: ReadonlyMap<number, MessageTable>,
+  sessions: BootSessions,
+  sessionOf: Int32Array,
+  maxFrameSeq: number,
+  guardVersion: number | null,
+): Promise<number | undefined> {
+  const frames = batch.frames;
+  // The common case, a stream appending frames above everything the dataset holds, is a plain
+  // insert: the dataset's row lock keeps its other writers out until commit. Only redelivery (or a
+  // late frame below the highest stored) pays for `on conflict do nothing`.
+  const first = batch.frameSeq[order[0]!]!;
+  const last = batch.frameSeq[order[frames - 1]!]!;
+  const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
+  const guard = guardVersion === null ? undefined : sql`exists (select 1 from v)`;
+  // Without conflicts every frame is new, so only the conflict path counts what it inserted (a frame is one row of one table).
+  const inserts = [...batch.groups.values()].map((group, i) => {
+    const name = sql.raw(`i${i}`);
+    const insert = insertGroup(target, tables.get(group.layout.msgid)!.table, batch, group, sessionOf, onConflict, guard);
+    return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
+  });
+  const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
+  const result = await sql<{ frames: number; ok: boolean }>`
+    with v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
+               where dataset_id = ${target.datasetId}::uuid ${guardVersion === null ? sql`` : sql`and version = ${guardVersion}::int8`} returning 1),
+    ${sql.join(inserts.map((x) => x.cte))},
+    s as (${upsertSessions(target.datasetId, sessions.changed(), guard)})
+    select (${counted})::float8 as frames, exists (select 1 from v) as ok`.execute(db);
+  const row = result.rows[0]!;
+  return row.ok ? row.frames : undefined;
 }
 
 function hasRepeats(batch: NarrowBatch, order: Int32Array): boolean {
@@ -190,7 +263,15 @@ export function clockColumns(batch: NarrowBatch, frames: readonly number[], sess
 }
 
 /** The insert of one message id's frames into its table: `unnest` of one array per column (`rows from`: a message can have more columns than a function has arguments). */
-export function insertGroup(target: NarrowTarget, table: string, batch: NarrowBatch, group: MessageGroup, sessionOf: ArrayLike<number>, onConflict: boolean): RawBuilder<unknown> {
+export function insertGroup(
+  target: NarrowTarget,
+  table: string,
+  batch: NarrowBatch,
+  group: MessageGroup,
+  sessionOf: ArrayLike<number>,
+  onConflict: boolean,
+  guard?: RawBuilder<unknown>,
+): RawBuilder<unknown> {
   const { seq, time, source, boot, session, received } = clockColumns(batch, group.frames, sessionOf);
   const a = target.arrays;
   const times = timestamptzArray(time, target.binary, 'u.t');
@@ -206,6 +287,7 @@ export function insertGroup(target: NarrowTarget, table: string, batch: NarrowBa
     from rows from (unnest(${a.int8(seq)}::int8[]), unnest(${times.param}), unnest(${receivedTimes.param}), unnest(${column('int8', boot)}::int8[]),
                     unnest(${a.int4(session)}::int4[]), unnest(${`{${source.join(',')}}`}::"char"[]), ${sql.join(fieldParams.map((p) => sql`unnest(${p})`))})
       as ${sql.raw(`u(seq, t, rcv, boot, sess, src, ${aliases.join(', ')})`)}
+    ${guard ? sql`where ${guard}` : sql``}
     ${onConflict ? sql`on conflict do nothing` : sql``}`;
 }
 
@@ -213,7 +295,7 @@ function int8List(values: ReadonlyArray<number | null>): string {
   return arrayLiteral(values.map((v) => (v === null ? undefined : String(v))));
 }
 
-function upsertSessions(datasetId: string, sessions: readonly BootSession[]): RawBuilder<unknown> {
+function upsertSessions(datasetId: string, sessions: readonly BootSession[], guard?: RawBuilder<unknown>): RawBuilder<unknown> {
   const col = <K extends keyof BootSession>(key: K) => sessions.map((s) => s[key] as number | null);
   const clocks = arrayLiteral(sessions.map((s) => (s.clock === null ? undefined : quotedText(JSON.stringify(s.clock)))));
   return sql`
@@ -224,6 +306,7 @@ function upsertSessions(datasetId: string, sessions: readonly BootSession[]): Ra
       ${int8List(col('lastFrameSeq'))}::int8[], ${int8List(col('lastBootUs'))}::int8[], ${int8List(col('gpsOffsetUs'))}::int8[],
       ${int8List(col('gpsOffsetFrameSeq'))}::int8[], ${int8List(col('agentOffsetUs'))}::int8[],
       ${int8List(col('firstReceivedUs'))}::int8[], ${int8List(col('lastReceivedUs'))}::int8[], ${clocks}::jsonb[]) as u
+    ${guard ? sql`where ${guard}` : sql``}
     on conflict (dataset_id, boot_session) do update set
       first_frame_seq = excluded.first_frame_seq, clock_state = excluded.clock_state,
       last_frame_seq = excluded.last_frame_seq, last_boot_us = excluded.last_boot_us,
