@@ -4,7 +4,9 @@ import { McapIndexedReader, McapStreamReader, type TypedMcapRecord } from '@mcap
 import { TelemetryService, type QueryResponse } from '@sortie/contracts';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requireDataset } from '../datasets/queries.ts';
 import { wideTableName } from '../datasets/wide-table.ts';
+import { openRawRows } from '../telemetry/raw-rows.ts';
 import { fixtureFrames, fixturePoints } from '../telemetry/narrow/fixture-frames.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
@@ -257,6 +259,31 @@ describe('MCAP', () => {
     const events = byTopic.get('/events')!;
     expect(events).toEqual([{ t: (T0_MS + 1000) * 1000, data: { timestamp: { sec: (T0_MS + 1000) / 1000, nsec: 0 }, level: 2, message: 'TAKEOFF: wheels up', name: 'TAKEOFF', file: '', line: 0 } }]);
   });
+});
+
+describe('pages', () => {
+  it('small pages cross many windows (narrow, halving where Query would downsample) and keyset pages (wide), reading exactly what one page reads', async () => {
+    const { db } = t.service.ctx;
+    const now = new Date();
+    // One signal in pages of 20: windows sized from the average rate overflow where it is denser, and halve.
+    const cases = [[narrowId, 200, []], [narrowId, 20, ['mavlink.ATTITUDE.roll']], [wideId, 7, []]] as const;
+    for (const [id, pageValues, channels] of cases) {
+      const dataset = await requireDataset(db, org.organizationId, id);
+      const request = { channels, from: undefined, to: undefined };
+      const read = async (values: number | undefined) => {
+        const source = await openRawRows(db, org.organizationId, dataset, { ...request, ...(values && { pageValues: values }) }, now);
+        const pages = [];
+        for await (const page of source.pages()) pages.push(page);
+        return pages;
+      };
+      const whole = await read(id === wideId ? WIDE_ROWS * 4 : undefined);
+      expect(whole.flat().length, id).toBeGreaterThan(100);
+      const paged = await read(pageValues);
+      expect(whole.length, id).toBe(1);
+      expect(paged.length, id).toBeGreaterThan(id === wideId ? 10_000 : 10);
+      expect(paged.flat(), id).toEqual(whole.flat());
+    }
+  }, 120_000);
 });
 
 describe('refusals come before the first byte, in the envelope', () => {

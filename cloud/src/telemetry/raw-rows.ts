@@ -45,6 +45,8 @@ export interface RawRowsRequest {
   /** µs, from inclusive, to exclusive; undefined = unbounded. */
   from: number | undefined;
   to: number | undefined;
+  /** Values per page (default PAGE_VALUES); tests make pages small to cross many of them. */
+  pageValues?: number;
 }
 
 export interface RawRows {
@@ -110,7 +112,7 @@ async function openWide(db: Executor, dataset: DatasetRow, request: RawRowsReque
     return { name: r.name, type: mapping.type, column: info.name, select: mapping.cast(ref) };
   });
   const table = dataset.table_name!;
-  const pageRows = Math.max(100, Math.floor(PAGE_VALUES / Math.max(1, columns.length)));
+  const pageRows = Math.max(1, Math.floor((request.pageValues ?? PAGE_VALUES) / Math.max(1, columns.length)));
   return {
     columns: columns.map(({ name, type }) => ({ name, type })),
     async *pages() {
@@ -184,19 +186,21 @@ async function* narrowPages(db: Executor, organizationId: string, datasetId: str
   if (total === 0 || times.length === 0) return;
   const end = Math.max(...times) + 1;
   let from = Math.min(...times);
-  let width = Math.max(1, Math.ceil(((end - from) * PAGE_VALUES) / total));
+  const pageValues = request.pageValues ?? PAGE_VALUES;
+  let width = Math.max(1, Math.ceil(((end - from) * pageValues) / total));
   while (from < end) {
     const to = Math.min(end, from + width);
-    const series = await read(from, to, MAX_POINTS_PER_CHANNEL);
+    // A window holds about a page; a signal with more than a page in it is downsampled, and the window halves.
+    const series = await read(from, to, Math.min(MAX_POINTS_PER_CHANNEL, pageValues));
     if (series.some((s) => s.samples.length < s.rawPoints)) {
-      if (width === 1) throw new Error(`more than ${MAX_POINTS_PER_CHANNEL} samples of one signal at one instant`);
+      if (width === 1) throw new Error(`more than ${Math.min(MAX_POINTS_PER_CHANNEL, pageValues)} samples of one signal at one instant`);
       width = Math.max(1, Math.floor(width / 2));
       continue;
     }
     const records = windowRecords(columns, series);
     if (records.length > 0) yield records;
     const values = series.reduce((n, s) => n + s.rawPoints, 0);
-    if (values < PAGE_VALUES / 4) width *= 2;
+    if (values < pageValues / 4) width *= 2;
     from = to;
   }
 }
