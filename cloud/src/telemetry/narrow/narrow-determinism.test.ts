@@ -36,21 +36,27 @@ async function newDataset(): Promise<DatasetRow> {
   return t.service.ctx.db.selectFrom('datasets').selectAll().where('id', '=', response.body.datasetId).executeTakeFirstOrThrow();
 }
 
-/** One upload step: send points [from, to), first restarting the agent (a fresh sink, no cached sessions) when `restart`. */
+/**
+ * One upload step: send points [from, to) through connection `via` (0–2: up to three writers of the
+ * dataset, each with its own cache, interleaved as an agent's reconnects leave them), first restarting
+ * that connection (a fresh sink, no cached sessions) when `restart`.
+ */
 interface Step {
   from: number;
   to: number;
   restart: boolean;
+  via?: number;
 }
 
 async function upload(points: readonly PointInit[], steps: readonly Step[]): Promise<DatasetRow> {
   const dataset = await newDataset();
   const messages = points.map((p) => create(TelemetryPointSchema, p));
-  let sink: TelemetrySink | undefined;
+  const sinks: Array<TelemetrySink | undefined> = [];
   for (const step of steps) {
-    if (!sink || step.restart) sink = await openNarrowSink(t.service.ctx, dataset);
-    await sink.stage({ points: messages.slice(step.from, step.to) }, (i) => `points[${i}]`);
-    await sink.flush();
+    const via = step.via ?? 0;
+    if (!sinks[via] || step.restart) sinks[via] = await openNarrowSink(t.service.ctx, dataset);
+    await sinks[via]!.stage({ points: messages.slice(step.from, step.to) }, (i) => `points[${i}]`);
+    await sinks[via]!.flush();
   }
   return dataset;
 }
@@ -83,17 +89,23 @@ function plans(n: number, hot: readonly number[]) {
   const near = hot.length === 0 ? anywhere : fc.tuple(fc.constantFrom(...hot), fc.integer({ min: -3, max: 4 })).map(([h, d]) => Math.min(n - 1, Math.max(1, h + d)));
   const cut = fc.uniqueArray(fc.oneof(anywhere, near), { maxLength: 12 }).map((cuts) => [0, ...cuts.sort((a, b) => a - b), n]);
   return fc
-    .tuple(cut, fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.boolean()), { minLength: 13, maxLength: 13 }))
+    .tuple(
+      cut,
+      fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 2 })), {
+        minLength: 13,
+        maxLength: 13,
+      }),
+    )
     .map(([bounds, extras]) => {
       const steps: Step[] = [];
       for (let i = 0; i + 1 < bounds.length; i++) {
-        const [a, b, redeliver, restart] = extras[i]!;
-        steps.push({ from: bounds[i]!, to: bounds[i + 1]!, restart });
+        const [a, b, redeliver, restart, via] = extras[i]!;
+        steps.push({ from: bounds[i]!, to: bounds[i + 1]!, restart, via });
         if (redeliver) {
           const end = bounds[i + 1]!;
           const x = Math.floor(a * end);
           const y = Math.floor(b * end);
-          if (x !== y) steps.push({ from: Math.min(x, y), to: Math.max(x, y), restart: false });
+          if (x !== y) steps.push({ from: Math.min(x, y), to: Math.max(x, y), restart: false, via: (via + 1) % 3 });
         }
       }
       return steps;
