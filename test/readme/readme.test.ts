@@ -106,6 +106,9 @@ describe('the README, executed', async () => {
   const shell = new ShellSession(env, repo);
   afterAll(async () => {
     shell.close();
+    // The export the README makes lands in the clone, as it would for a reader; the test leaves none behind.
+    const exported = values.get('mcapFile');
+    if (exported && !exported.includes('/')) await rm(path.join(repo, exported), { force: true });
     await rm(dataDir, { recursive: true, force: true });
   });
 
