@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFrame } from '@sortie/contracts/testing';
 import { decodeFrame, frameTime } from './decode.ts';
-import { messageClassOf } from '@sortie/contracts/mavlink';
+import { crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
 import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
 import { fixtureFrames, fixturePoints, framePoint, RAW_CAPTURE_START_US, type FixtureFrame, type PointInit } from './fixture-frames.ts';
 import { loadMessageTables } from './message-tables.ts';
@@ -361,6 +361,21 @@ describe('boot sessions across streams', () => {
       { boot_session: 1, compid: 1 },
       { boot_session: 2, compid: 191 },
     ]);
+  });
+});
+
+describe('wide messages', () => {
+  it('stores a message with more columns than a function has arguments (FILE_TRANSFER_PROTOCOL: uint8[251]) and reads any element', async () => {
+    const datasetId = await registerNarrow('ftp');
+    const payload = new Uint8Array(254).map((_, i) => (i * 7) & 0xff);
+    const frame = buildFrame({ msgid: 110, payload, crcExtra: crcExtraOf(110)!, seq: 0 });
+    const now = Date.UTC(2025, 0, 1) * 1000;
+    const response = await stream(datasetId, [framePoint(frame, now, 1), framePoint(frame, now + 1000, 2)]);
+    expect(response.written).toBe(2n);
+    const samples = await readStoredSamples(t.service.ctx.db, datasetId);
+    expect(samples).toHaveLength(2 * (3 + 251));
+    const last = await client.query({ datasetId, channelIds: ['mavlink.FILE_TRANSFER_PROTOCOL.payload[250]'] }, { headers: headers() });
+    expect(last.series[0]!.points.map((p) => p.value)).toEqual([payload[253], payload[253]]);
   });
 });
 
