@@ -59,6 +59,9 @@ const pureTests = [
   'edge-agent/src/uplink/ack-tracker.test.ts',
   'edge-agent/src/uplink/backoff.test.ts',
   'edge-agent/src/uplink/cloud-api.test.ts',
+  // the typed client's route coverage and the CLI's pure parts (time, tables, CSV, progress, file names)
+  'client/src/**/*.test.ts',
+  'cli/src/cli-pure.test.ts',
 ];
 
 export default defineConfig({

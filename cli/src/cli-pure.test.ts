@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { fileNameOf } from './commands/export.ts';
+import { csvField, json, table } from './output.ts';
+import { formatDuration, progressLine } from './progress.ts';
+import { formatTime, parseTime } from './time.ts';
+
+describe('time', () => {
+  it('parses RFC 3339 to the nanosecond, any offset, and formats back in UTC with microseconds', () => {
+    expect(parseTime('2018-08-08T14:05:45.465009Z', 'start')).toEqual({ seconds: 1533737145n, nanos: 465_009_000 });
+    expect(parseTime('2018-08-08T16:05:45.000000001+02:00', 'start')).toEqual({ seconds: 1533737145n, nanos: 1 });
+    expect(parseTime('1969-12-31T23:59:59.5Z', 'start')).toEqual({ seconds: -1n, nanos: 500_000_000 });
+    expect(formatTime({ seconds: 1533737145n, nanos: 465_009_999 })).toBe('2018-08-08T14:05:45.465009Z');
+    expect(formatTime({ seconds: -1n, nanos: 500_000_000 })).toBe('1969-12-31T23:59:59.500000Z');
+  });
+
+  it('refuses what is not RFC 3339, naming the flag', () => {
+    for (const bad of ['yesterday', '2018-08-08', '2018-08-08T14:05:45', '2018-13-08T14:05:45Z', '2018-08-08T14:05:45.1234567891Z']) {
+      expect(() => parseTime(bad, 'end')).toThrow(/^--end must be an RFC 3339 time/);
+    }
+  });
+});
+
+describe('output', () => {
+  it('pads columns to the widest cell, "-" for empty, last column not padded', () => {
+    expect(table(['ID', 'NAME'], [['a', 'x'], ['bbb', null]])).toBe('ID   NAME\na    x\nbbb  -\n');
+  });
+
+  it('quotes CSV fields that need it', () => {
+    expect([csvField('plain'), csvField('a,b'), csvField('say "hi"'), csvField('two\nlines'), csvField(null), csvField(-0.5)]).toEqual([
+      'plain',
+      '"a,b"',
+      '"say ""hi"""',
+      '"two\nlines"',
+      '',
+      '-0.5',
+    ]);
+  });
+
+  it('JSON with 64-bit counters as decimal strings', () => {
+    expect(json({ rawPoints: 18446744073709551615n })).toBe('{\n  "rawPoints": "18446744073709551615"\n}\n');
+  });
+});
+
+describe('progress', () => {
+  it('bytes, rate, rows and an ETA from the fraction of the time span covered', () => {
+    const line = progressLine({ bytes: 2 * 1024 * 1024, elapsedS: 2, rows: 5000, unit: 'rows', atUs: 250, span: { startUs: 0, endUs: 1000 }, width: 8 });
+    expect(line).toBe('[##......]  25% 2.0 MiB at 1.0 MiB/s  5000 rows  ETA 0:06');
+  });
+
+  it('no ETA without a span or before the first row', () => {
+    expect(progressLine({ bytes: 10, elapsedS: 1, rows: 0, unit: 'messages' })).toBe('10 B at 10 B/s  0 messages  ETA --:--');
+    expect(progressLine({ bytes: 10, elapsedS: 1, rows: 0, unit: 'rows', atUs: 0, span: { startUs: 0, endUs: 10 }, width: 4 })).toBe('[....]   0% 10 B at 10 B/s  0 rows  ETA --:--');
+    expect(formatDuration(3725)).toBe('1:02:05');
+  });
+});
+
+describe('export file name', () => {
+  it("takes the server's name, but never a path or a hidden file", () => {
+    expect(fileNameOf('attachment; filename="flight-7-sys1.mcap"', 'x.mcap')).toBe('flight-7-sys1.mcap');
+    expect(fileNameOf('attachment; filename="../../etc/passwd"', 'x.csv')).toBe('passwd');
+    expect(fileNameOf('attachment; filename=".bashrc"', 'x.csv')).toBe('x.csv');
+    expect(fileNameOf(null, 'id.csv')).toBe('id.csv');
+  });
+});
