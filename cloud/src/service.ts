@@ -8,7 +8,7 @@ import type { AppContext } from './platform/context.ts';
 import { detectTimescale, migrateToLatest, openDatabase, type DatabaseHandle } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
-import { moveLegacyNarrowSamples } from './telemetry/sinks.ts';
+import { applyNarrowTimescaleLayout, moveLegacyNarrowSamples } from './telemetry/sinks.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { startHttpKeyCache } from './auth/http-key-cache.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
@@ -83,6 +83,9 @@ export class SortieService {
       // Wide tables written before TimescaleDB was present become hypertables (decision 0007).
       const converted = database.timescale ? await applyTimescaleLayout(database.db) : [];
       if (converted.length > 0) logger.info({ tables: converted }, 'wide tables moved to hypertables with compression');
+      // Narrow message tables likewise (decision 0007); new ones are made so by the writer.
+      const narrow = database.timescale ? await applyNarrowTimescaleLayout(database.db) : [];
+      if (narrow.length > 0) logger.info({ tables: narrow.length }, 'narrow message tables moved to hypertables with compression');
     } catch (error) {
       await database.close();
       throw error;

@@ -57,3 +57,5 @@ export async function openSink(
 
 /** Start-up: narrow data of the former one-row-per-field shape moved into the message tables (narrow/legacy-samples.ts). */
 export { moveLegacyNarrowSamples } from './narrow/legacy-samples.ts';
+/** Start-up with TimescaleDB: narrow message tables made before it was present become compressed hypertables. */
+export { applyNarrowTimescaleLayout } from './narrow/narrow-timescale.ts';

@@ -110,7 +110,8 @@ async function moveDataset(tx: Executor, datasetId: string): Promise<{ frames: n
   }
 
   const tables = await loadMessageTables(tx, datasetId);
-  await ensureMessageTables(tx, datasetId, tables, new Map([...groups].map(([msgid, g]) => [msgid, g.present])));
+  // Plain tables here: the start-up step after it (applyNarrowTimescaleLayout) converts them where TimescaleDB is in use.
+  await ensureMessageTables(tx, datasetId, tables, new Map([...groups].map(([msgid, g]) => [msgid, g.present])), false);
   for (const [msgid, group] of groups) {
     const columns = messageColumns(msgid).columns;
     const heads = group.frames.map((f) => f.head);

@@ -1,6 +1,7 @@
 import { MAVLINK_REGISTRY, parseSignalName, unknownSignalName } from '@sortie/contracts/mavlink';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
+import { makeNarrowHypertable } from './narrow-timescale.ts';
 import { CHAR, F32, F64, I16, I32, I64, I8, messageLayoutOf, TEXT, U16, U32, U64, U8 } from './decode.ts';
 
 /**
@@ -142,12 +143,19 @@ export async function loadMessageTables(db: Executor, datasetId: string): Promis
  * signals given for each; `known` is the caller's copy (updated in place). Run under the dataset's row
  * lock (the writer's transaction), so two writers never race on one table's DDL.
  */
-export async function ensureMessageTables(db: Executor, datasetId: string, known: Map<number, MessageTable>, present: ReadonlyMap<number, ReadonlySet<string>>): Promise<void> {
+export async function ensureMessageTables(
+  db: Executor,
+  datasetId: string,
+  known: Map<number, MessageTable>,
+  present: ReadonlyMap<number, ReadonlySet<string>>,
+  timescale: boolean,
+): Promise<void> {
   for (const [msgid, signals] of present) {
     let table = known.get(msgid);
     if (!table) {
       const name = messageTableName(datasetId, msgid);
       await sql.raw(createTableSql(name, messageColumns(msgid).columns)).execute(db);
+      if (timescale) await makeNarrowHypertable(db, name);
       await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}')
         on conflict (dataset_id, msgid) do nothing`.execute(db);
       table = { msgid, table: name, signals: new Set() };

@@ -64,6 +64,6 @@ class NarrowSink implements TelemetrySink {
 export async function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
   const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
   const binary = ctx.database.kind === 'postgres';
-  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary };
+  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, timescale: ctx.database.timescale };
   return new NarrowSink(ctx, target, bound.rows[0]?.sysid);
 }

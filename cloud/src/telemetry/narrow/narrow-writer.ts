@@ -16,6 +16,8 @@ export interface NarrowTarget {
   arrays: ArrayEncoder;
   /** True with node-postgres (binary parameters), false with PGlite. */
   binary: boolean;
+  /** TimescaleDB in use: new message tables become compressed hypertables (narrow-timescale.ts). */
+  timescale?: boolean;
 }
 
 /** A writer's copy of the dataset's boot sessions and message tables, valid while the dataset's version is `version`. */
@@ -75,7 +77,7 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     const current = cache && cache.version === version;
     const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
     const tables = current ? cache.tables : await loadMessageTables(tx, target.datasetId);
-    await ensureMessageTables(tx, target.datasetId, tables, present);
+    await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false);
     const { sessions, sessionOf } = assignSessions(batch, order, known);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
     for (const r of sessions.relabels()) {
