@@ -40,25 +40,44 @@ function commandUsage(spec: CommandSpec): string {
   return `usage: sortie ${spec.words.join(' ')} ${spec.usage}`.trimEnd() + `\n  ${spec.summary}\n` + (flags.length ? `flags: ${flags.join(', ')}\n` : '');
 }
 
-/** The command the words name: the longest match, so `commands list` wins over a bare `commands`. */
+/** Flags that take a value, in any command: their values are not command words. */
+const VALUE_FLAGS = new Set(
+  [GLOBAL_OPTIONS, ...COMMANDS.map((c) => c.options ?? {})].flatMap((options) =>
+    Object.entries(options).flatMap(([name, o]) => (o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : [])),
+  ),
+);
+
+/**
+ * The command the words name: the longest match, so `commands list` wins over a bare `commands`. Words
+ * are the arguments that are neither flags nor a flag's value, so `--url URL` may come first.
+ */
 function findCommand(argv: string[]): { spec: CommandSpec; rest: string[] } | undefined {
-  const words = argv.filter((a) => !a.startsWith('-'));
+  const wordAt: number[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') break;
+    if (arg.startsWith('-')) {
+      if (VALUE_FLAGS.has(arg)) i++;
+      continue;
+    }
+    wordAt.push(i);
+  }
+  const words = wordAt.map((i) => argv[i]!);
   let best: CommandSpec | undefined;
   for (const spec of COMMANDS) {
     if (spec.words.every((w, i) => words[i] === w) && (!best || spec.words.length > best.words.length)) best = spec;
   }
   if (!best) return undefined;
-  // Remove the command's words (the first occurrences, in order) and keep everything else.
-  const rest = [...argv];
-  for (const word of best.words) rest.splice(rest.indexOf(word), 1);
-  return { spec: best, rest };
+  const taken = new Set(wordAt.slice(0, best.words.length));
+  return { spec: best, rest: argv.filter((_, i) => !taken.has(i)) };
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const found = findCommand(argv);
   if (!found) {
     const wantsHelp = argv.length === 0 || argv.includes('--help') || argv.includes('-h') || argv[0] === 'help';
-    (wantsHelp ? io.stdout : io.stderr).write(wantsHelp ? usage() : `sortie: unknown command "${argv.filter((a) => !a.startsWith('-')).join(' ')}"\n\n${usage()}`);
+    const named = argv.filter((a, i) => !a.startsWith('-') && !VALUE_FLAGS.has(argv[i - 1] ?? '')).join(' ');
+    (wantsHelp ? io.stdout : io.stderr).write(wantsHelp ? usage() : `sortie: unknown command "${named}"\n\n${usage()}`);
     return wantsHelp && argv.length > 0 ? EXIT.ok : EXIT.usage;
   }
   const { spec, rest } = found;

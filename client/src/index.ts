@@ -8,7 +8,7 @@
  * (fetch) to `/api/rpc` on the same port. StreamSubmit needs HTTP/2 and lives in `@sortie/client/node`.
  */
 import { createHttpTransport, type CallOptions, type CallResult, type ResponseInfo } from './http.ts';
-import { OPERATIONS, type InputOf, type OperationId, type OutputOf } from './routes.ts';
+import { OPERATIONS, STREAMED_OPERATIONS, type InputOf, type OperationId, type OutputOf } from './routes.ts';
 import { createTelemetryClient, type TelemetryClient } from './telemetry.ts';
 
 export { SortieApiError } from './errors.ts';
@@ -41,11 +41,13 @@ export type Method<Op extends OperationId> = [InputOf<Op>] extends [void]
   : (input: InputOf<Op>, options?: CallOptions) => Promise<OutputOf<Op>>;
 
 type Groups = typeof OPERATIONS;
+/** Operations answering JSON (a streamed file has its own method, `exportDataset`). */
+export type JsonOperationId = Exclude<OperationId, (typeof STREAMED_OPERATIONS)[number]>;
 export type SortieMethods = { [G in keyof Groups]: { [M in keyof Groups[G]]: Groups[G][M] extends OperationId ? Method<Groups[G][M]> : never } };
 
 export interface SortieClient extends SortieMethods {
-  /** Any operation of the route table by its operationId, answering with status, request id and headers. */
-  request<Op extends OperationId>(operationId: Op, input: InputOf<Op>, options?: CallOptions): Promise<CallResult<OutputOf<Op>>>;
+  /** Any JSON operation of the route table by its operationId, answering with status, request id and headers. */
+  request<Op extends JsonOperationId>(operationId: Op, input: InputOf<Op>, options?: CallOptions): Promise<CallResult<OutputOf<Op>>>;
   /** A dataset's export as a streamed Response (CSV or MCAP bytes in `body`); failures throw before. */
   exportDataset(query: InputOf<'exportDataset'>, options?: Omit<CallOptions, 'ackToken'>): Promise<Response>;
   telemetry: TelemetryClient;

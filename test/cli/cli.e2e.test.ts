@@ -273,11 +273,14 @@ describe('errors and the bin', () => {
   });
 
   it('the bin with --url and --key flags, and --help', async () => {
-    const listed = await sortieBin(['datasets', '--json', '--url', f.t.url, '--key', org.key], {});
+    // Flags may come before the command: their values are not taken for command words.
+    const listed = await sortieBin(['--url', f.t.url, '--key', org.key, 'datasets', '--json'], {});
     expect([listed.code, JSON.parse(listed.stdout).map((d: { id: string }) => d.id)]).toEqual([0, [datasetId]]);
     const help = await sortieBin(['--help'], {});
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('sortie commands watch <commandId>');
     expect(help.stdout).toContain('Exit codes: 0 done');
+    const flagsAround = await sortie(['--key', 'commands', 'commands', 'list', datasetId, '--json']);
+    expect([flagsAround.code, flagsAround.stderr]).toEqual([4, expect.stringContaining('401 unauthorized')]);
   });
 });
