@@ -10,11 +10,9 @@ import type { Executor } from './executor.ts';
  * What becomes a hypertable, and what does not:
  * - `wide_<id>`: yes. One table per dataset, keyed by `time` alone, written in time order at up to
  *   tens of kHz: exactly what chunking and compression are for.
- * - `narrow_samples`: no. Its key (dataset_id, signal_id, frame_seq) has no time column, and a
- *   hypertable's unique indexes must contain the partitioning column. Adding `time` or `received_at`
- *   to the key would weaken the redelivery dedupe (received_at falls back to the server's clock when a
- *   point carries none) and widen the only index on the ingest path; `time` also mixes clocks (boot
- *   rows sit near 1970), so age-based compression would compress chunks that are still being written.
+ * - narrow message tables (`narrow_m_<dataset>_<msgid>`, one row per MAVLink frame): yes, partitioned
+ *   on their key `frame_seq` (never on time: it mixes clocks, and in the key it would weaken the
+ *   redelivery dedupe). Their statements are in telemetry/narrow/narrow-timescale.ts.
  * - `telemetry_rollups`: no, and no continuous aggregates either. Ingest keeps it exact in the
  *   statement of every raw write; a continuous aggregate lags its refresh and misses late or
  *   overwritten data below its watermark, and cannot follow a wide table that gains columns.
