@@ -65,7 +65,22 @@ export async function ensureCertificate(files: ReceiverFiles): Promise<void> {
 
 /** The server settings a receiver on this machine needs, as shell `export` lines. */
 export function serverSettings(files: ReceiverFiles): string {
-  return `export SORTIE_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32,::1/128 SORTIE_WEBHOOK_CA_FILE=${files.cert}\n`;
+  return `export SORTIE_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32,::1/128 SORTIE_WEBHOOK_CA_FILE=${shellWord(files.cert)}\n`;
+}
+
+/** A path as one shell word: as it is when plain, else single-quoted. */
+function shellWord(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** What `setup` prints: shell comments saying what comes next (harmless under eval), then the settings. */
+export function setupText(files: ReceiverFiles, url: string): string {
+  return (
+    `# A webhook receiver on this machine: Sortie delivers to it only with these two settings (start Sortie after them).\n` +
+    `# Then \`npm run receiver\` registers ${url} as a webhook endpoint of the key's organization\n` +
+    `# (as \`npx sortie webhooks create ${url}\` would) and acks each command it is sent.\n` +
+    serverSettings(files)
+  );
 }
 
 /** The endpoint for this receiver's URL and its secret: reused, rotated when the secret was lost, or created. */
@@ -109,9 +124,15 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 0;
   }
   const files = receiverFiles(values['data-dir'] ?? env.SORTIE_DATA_DIR ?? '.sortie-data');
+  const port = Number(values.port ?? env.RECEIVER_PORT ?? 8443);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    process.stderr.write(`receiver: --port must be a port number, not "${values.port ?? env.RECEIVER_PORT}"\n`);
+    return 2;
+  }
+  const url = `https://localhost:${port}/`;
   if (positionals[0] === 'setup') {
     await ensureCertificate(files);
-    process.stdout.write(serverSettings(files));
+    process.stdout.write(setupText(files, url));
     return 0;
   }
   if (positionals.length > 0) {
@@ -123,13 +144,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write('receiver: set SORTIE_API_KEY (or --key) to a key with webhooks:read and webhooks:write\n');
     return 2;
   }
-  const port = Number(values.port ?? env.RECEIVER_PORT ?? 8443);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    process.stderr.write(`receiver: --port must be a port number, not "${values.port ?? env.RECEIVER_PORT}"\n`);
-    return 2;
-  }
   await ensureCertificate(files);
-  const url = `https://localhost:${port}/`;
   const client = createSortieClient({ baseUrl: values.url ?? env.SORTIE_URL ?? 'http://localhost:8080', apiKey });
   let endpoint;
   try {

@@ -20,6 +20,7 @@ let org: TestOrg;
 let port: number;
 let child: ChildProcessWithoutNullStreams | undefined;
 let settings: Record<string, string>;
+let setupOutput: string;
 
 function startReceiver(): Promise<string> {
   const proc = spawn(process.execPath, [RECEIVER, '--data-dir', dataDir, '--port', String(port)], {
@@ -50,8 +51,10 @@ async function stopReceiver(): Promise<number | null> {
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-receiver-'));
   port = await freePort();
-  const { stdout } = await promisify(execFile)(process.execPath, [RECEIVER, 'setup', '--data-dir', dataDir], { cwd: repo });
-  settings = Object.fromEntries(stdout.replace(/^export /, '').trim().split(' ').map((kv) => kv.split('=') as [string, string]));
+  const { stdout } = await promisify(execFile)(process.execPath, [RECEIVER, 'setup', '--data-dir', dataDir, '--port', String(port)], { cwd: repo });
+  setupOutput = stdout;
+  const exportLine = stdout.split('\n').find((line) => line.startsWith('export '))!;
+  settings = Object.fromEntries(exportLine.slice('export '.length).trim().split(' ').map((kv) => kv.split('=') as [string, string]));
   f = await startDeliveryFixture({ queue: 'memory', env: settings });
   // The service under test resolves names from a table: localhost is loopback, as on a laptop.
   f.hosts.localhost = ['127.0.0.1'];
@@ -69,6 +72,11 @@ describe('npm run receiver', () => {
     expect(Object.keys(settings)).toEqual(['SORTIE_WEBHOOK_ALLOW_CIDRS', 'SORTIE_WEBHOOK_CA_FILE']);
     expect(settings.SORTIE_WEBHOOK_ALLOW_CIDRS).toBe('127.0.0.1/32,::1/128');
     expect(settings.SORTIE_WEBHOOK_CA_FILE).toBe(path.join(dataDir, 'receiver', 'cert.pem'));
+    // Besides the settings, only shell comments (eval ignores them), saying what comes next.
+    expect(setupOutput.split('\n').filter((l) => l && !l.startsWith('export ') && !l.startsWith('# '))).toEqual([]);
+    expect(setupOutput).toContain(`npx sortie webhooks create https://localhost:${port}/`);
+    const evaluated = await promisify(execFile)('bash', ['-c', `eval "$(${JSON.stringify(process.execPath)} ${RECEIVER} setup --data-dir ${dataDir})" && echo "$SORTIE_WEBHOOK_CA_FILE"`], { cwd: repo });
+    expect(evaluated.stdout.trim()).toBe(settings.SORTIE_WEBHOOK_CA_FILE);
     const pem = await readFile(settings.SORTIE_WEBHOOK_CA_FILE!, 'utf8');
     // Again: the same certificate, not a new one the running server would not trust.
     await promisify(execFile)(process.execPath, [RECEIVER, 'setup', '--data-dir', dataDir], { cwd: repo });
