@@ -295,6 +295,8 @@ describe('refusals come before the first byte, in the envelope', () => {
     response = await call(`datasetId=${wideId}&format=csv&channel=nope`);
     expectEnvelope(response, 400, 'invalid_request');
     expect(detailFields(response)).toEqual(['channel']);
+    response = await call(`datasetId=${wideId}&format=csv&channel=alt&channel=count&channel=alt`);
+    expect(detailFields(response)).toEqual(['channel']);
     response = await call(`datasetId=${narrowId}&format=mcap&channel=mavlink.NOT_A_MESSAGE.x`);
     expect(detailFields(response)).toEqual(['channel']);
     response = await call(`datasetId=${wideId}&format=csv&start=2026-01-02T00:00:00Z&end=2026-01-01T00:00:00Z`);

@@ -31,7 +31,8 @@ export const ExportQuerySchema = z.object({
   channel: z
     .union([text().min(1), z.array(text().min(1)).max(EXPORT_MAX_CHANNELS, `at most ${EXPORT_MAX_CHANNELS} channels`)])
     .optional()
-    .transform((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value])),
+    .transform((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]))
+    .refine((list) => new Set(list).size === list.length, { error: 'names a channel more than once' }),
   start: Timestamp.optional(),
   end: Timestamp.optional(),
 });
