@@ -280,6 +280,12 @@ describe('errors and the bin', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('sortie commands watch <commandId>');
     expect(help.stdout).toContain('Exit codes: 0 done');
+    // A Node that cannot run TypeScript (Node 20 on PATH; here Node 24 with type stripping off) hands over
+    // to the project's Node instead of failing on the .ts import.
+    const oldNode = await promisify(execFile)(process.execPath, ['--no-experimental-strip-types', path.join(repo, 'cli', 'bin', 'sortie.js'), 'datasets', '--json'], {
+      env: { SORTIE_URL: f.t.url, SORTIE_API_KEY: org.key },
+    });
+    expect(JSON.parse(oldNode.stdout).map((d: { id: string }) => d.id)).toEqual([datasetId]);
     const flagsAround = await sortie(['--key', 'commands', 'commands', 'list', datasetId, '--json']);
     expect([flagsAround.code, flagsAround.stderr]).toEqual([4, expect.stringContaining('401 unauthorized')]);
   });
