@@ -177,6 +177,15 @@ describe('webhooks and commands', () => {
     expect(JSON.parse(receiver.requests[before]!.rawBody.toString())).toMatchObject({ eventType: 'ping' });
   });
 
+  it('webhooks delete; a second delete is the service\'s 404 (exit 1)', async () => {
+    const spare = JSON.parse((await sortie(['webhooks', 'create', `https://${RECEIVER_HOST}:${receiver.port}/spare`, '--json'])).stdout);
+    const deleted = await sortie(['webhooks', 'delete', spare.id]);
+    expect([deleted.code, deleted.stdout]).toEqual([0, `deleted ${spare.id}\n`]);
+    expect((await sortie(['webhooks', 'list'])).stdout).not.toContain(spare.id);
+    const again = await sortie(['webhooks', 'delete', spare.id]);
+    expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('404 not_found')]);
+  });
+
   it('commands create, list, arm, dispatch, watch until acked, deliveries', async () => {
     mode = 'ack';
     const created = await sortie(['commands', 'create', datasetId, 'RTL', '--args', '{"altitude":30}', '--rel-time', '12.5']);
@@ -233,6 +242,11 @@ describe('export', () => {
     expect(csv).toHaveLength(51);
     expect(csv[1]).toBe(`2026-01-01T00:00:00.000000Z,${Date.UTC(2026, 0, 1) * 1000},0,climb`);
     await expect(stat(`${out}.partial`)).rejects.toThrow();
+  });
+
+  it('a format that is neither csv nor mcap is a usage error, and nothing is written', async () => {
+    const exported = await sortie(['export', datasetId, '--format', 'parquet']);
+    expect([exported.code, exported.stderr]).toEqual([2, expect.stringContaining('--format must be csv or mcap')]);
   });
 
   it('MCAP to stdout with -o -', async () => {
