@@ -176,7 +176,7 @@ describe('the same client under Deno', () => {
     const deno = path.join(root, 'node_modules', '.bin', 'deno');
     const child = spawn(deno, ['run', '--allow-net', '--allow-env', '--allow-read', path.join(root, 'test', 'client', 'deno-client.ts')], {
       cwd: root,
-      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', SORTIE_URL: t.url, SORTIE_API_KEY: org.key },
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', SORTIE_URL: t.url, SORTIE_GRPC_URL: t.service.grpcUrl, SORTIE_API_KEY: org.key },
     });
     let stdout = '';
     let stderr = '';
@@ -189,7 +189,9 @@ describe('the same client under Deno', () => {
       runtime: 'deno',
       registered: true,
       appended: { rowsWritten: 2, valuesWritten: 2, ignoredKeys: [] },
-      queried: [1.5, 2.5],
+      submitted: { accepted: 1, written: 1 },
+      streamed: { accepted: 1, written: 1, messages: 2 },
+      queried: [1.5, 2.5, 3.5, 4.5],
       notFound: { status: 404, code: 'not_found' },
       invalidLocally: { status: 0, fields: ['name'] },
     });
