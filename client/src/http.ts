@@ -1,5 +1,6 @@
 import { API_KEY_HEADER, API_ROUTES, ErrorEnvelopeSchema, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, zodIssuesToDetails } from '@sortie/contracts';
 import type { ApiRoute } from '@sortie/contracts';
+import type { z } from 'zod';
 import { SortieApiError } from './errors.ts';
 import type { InputOf, OperationId, OutputOf } from './routes.ts';
 
@@ -64,7 +65,8 @@ export function queryString(input: Record<string, unknown>): string {
   return text ? `?${text}` : '';
 }
 
-function invalidInput(error: { issues: readonly unknown[] } & Parameters<typeof zodIssuesToDetails>[0], where: string): SortieApiError {
+/** An input the route's schema refuses, as the service would answer it (same code, same field paths). */
+function invalidInput(error: z.ZodError, where: string): SortieApiError {
   const details = zodIssuesToDetails(error);
   const first = details[0];
   return new SortieApiError({
@@ -75,7 +77,7 @@ function invalidInput(error: { issues: readonly unknown[] } & Parameters<typeof 
   });
 }
 
-/** Throws the failure an answer stands for: the service's envelope when it sent one. */
+/** The failure an answer stands for: the service's envelope when it sent one. */
 export async function failureOf(response: Response, what: string): Promise<SortieApiError> {
   const text = await response.text().catch(() => '');
   const requestId = response.headers.get(REQUEST_ID_HEADER) ?? undefined;
