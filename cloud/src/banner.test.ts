@@ -39,6 +39,9 @@ function runMain(tty: boolean, done: (out: string) => boolean): Promise<string> 
     ? spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)}`, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'inherit'] })
     : spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
+  let stopping = false;
+  // Once `script` has gone, a write to its terminal fails; nothing more is sent after the one Ctrl-C.
+  child.stdin?.on('error', () => {});
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -47,7 +50,10 @@ function runMain(tty: boolean, done: (out: string) => boolean): Promise<string> 
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');
       // Under `script` the signal goes to the whole process group of the terminal it made.
-      if (done(out)) tty ? child.stdin!.write('\u0003') : child.kill('SIGTERM');
+      if (stopping || !done(out)) return;
+      stopping = true;
+      if (tty) child.stdin!.write('\u0003');
+      else child.kill('SIGTERM');
     });
     child.on('exit', () => {
       clearTimeout(timer);
