@@ -253,28 +253,17 @@ export interface TelemetryRollupsTable {
   last_value: number;
 }
 
-/** Signal names of narrow datasets, interned (narrow/signal-dictionary.ts). */
-export interface NarrowSignalsTable {
-  id: Generated<number>;
-  name: string;
-}
-
 /**
- * One decoded field of one MAVLink frame of a narrow dataset (docs/decisions/0006-narrow-mavlink.md).
- * `time` is raw vehicle time on the clock `time_source` names; aligned at read time.
+ * A narrow dataset's table of one MAVLink message id (`narrow_m_<dataset hex>_<msgid>`, one row per
+ * frame, telemetry/narrow/message-tables.ts) and the signals it has stored a value of
+ * (docs/decisions/0006-narrow-mavlink.md). The message tables themselves are made at run time, so they
+ * are not in this interface; they are read with the column list message-tables.ts derives.
  */
-export interface NarrowSamplesTable {
+export interface NarrowMessageTablesTable {
   dataset_id: string;
-  frame_seq: number;
-  signal_id: number;
-  time: Timestamp;
-  received_at: Timestamp;
-  boot_us: number | null;
-  value_double: number | null;
-  boot_session: number;
-  time_source: 'gps' | 'boot' | 'agent';
-  value_text: string | null;
-  value_bytes: Uint8Array | null;
+  msgid: number;
+  table_name: string;
+  signals: string[];
 }
 
 /** The system id a narrow dataset is bound to, its highest frame_seq, and a version bumped by every write. */
@@ -320,8 +309,7 @@ export interface Database {
   ack_tokens: AckTokensTable;
   ack_attempts: AckAttemptsTable;
   telemetry_rollups: TelemetryRollupsTable;
-  narrow_signals: NarrowSignalsTable;
-  narrow_samples: NarrowSamplesTable;
+  narrow_message_tables: NarrowMessageTablesTable;
   narrow_datasets: NarrowDatasetsTable;
   narrow_boot_sessions: NarrowBootSessionsTable;
   notifications: NotificationsTable;

@@ -9,7 +9,8 @@ import { queryNarrow } from './query.ts';
 import { readStoredSamples, type StoredSample } from './stored-samples.ts';
 import { signalInfo } from './signal-info.ts';
 
-// The former shape, exactly as migration 0005 made it: one row per decoded field.
+// The former shape, exactly as migration 0005 made it: one row per decoded field, signals by id.
+const LEGACY_SIGNALS_DDL = sql`create table narrow_signals (id integer generated always as identity primary key, name text not null unique)`;
 const LEGACY_DDL = sql`
   create table narrow_samples (
     dataset_id uuid not null, frame_seq bigint not null, time timestamptz not null, received_at timestamptz not null,
@@ -81,6 +82,7 @@ for (const embedded of [false, true]) {
       const db = t.service.ctx.db;
       // The service's own start-up already dropped the (empty) former table; the test brings it back with data.
       expect((await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(db)).rows[0]!.t).toBeNull();
+      await LEGACY_SIGNALS_DDL.execute(db);
       await LEGACY_DDL.execute(db);
       const org = await t.createOrg();
       const experimentId = (await t.call('POST', '/api/experiments/create', { key: org.key, body: { name: 'legacy' } })).body.id;
@@ -109,7 +111,8 @@ for (const embedded of [false, true]) {
         samples: written.reduce((n, w) => n + w.expected.length, 0),
       });
       for (const w of written) expect(await readStoredSamples(db, w.datasetId)).toEqual(w.expected);
-      expect((await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(db)).rows[0]!.t).toBeNull();
+      const gone = await sql<{ s: string | null; n: string | null }>`select to_regclass('narrow_samples')::text as s, to_regclass('narrow_signals')::text as n`.execute(db);
+      expect(gone.rows[0]).toEqual({ s: null, n: null });
       // Query, the channel list and NOT_FOUND work on the moved data.
       const [roll] = await queryNarrow(db, { datasetId: written[1]!.datasetId, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: 1_000_000 });
       expect(roll!.samples).toHaveLength(written[1]!.expected.filter((s) => s.signal === 'mavlink.ATTITUDE.roll').length);

@@ -14,7 +14,8 @@ import { ensureMessageTables, loadMessageTables, messageColumns, quoteIdent, sig
  * not recomputed: the rows keep the session they were aligned by.
  *
  * One transaction per dataset: its frames are inserted (`on conflict do nothing`, so a move cut short
- * by a crash resumes) and its old rows deleted. When the table is empty it is dropped. Two processes
+ * by a crash resumes) and its old rows deleted. When the table is empty it is dropped, with its signal
+dictionary `narrow_signals`. Two processes
  * starting together take turns on an advisory lock. A sample whose signal the current dialect cannot
  * place (a field renamed by a dialect upgrade) stops the move of its dataset, which stays in
  * `narrow_samples` and is named in the error: nothing is dropped that has not been moved.
@@ -61,7 +62,8 @@ export async function moveLegacyNarrowSamples(db: Db): Promise<LegacyMoveResult>
     const still = await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(tx);
     if (still.rows[0]!.t === null) return;
     const left = await sql<{ n: number }>`select count(*)::int as n from (select 1 from narrow_samples limit 1) s`.execute(tx);
-    if (left.rows[0]!.n === 0) await sql`drop table narrow_samples`.execute(tx);
+    // The signal dictionary served only narrow_samples (message tables name signals by column).
+    if (left.rows[0]!.n === 0) await sql`drop table narrow_samples, narrow_signals`.execute(tx);
   });
   return done;
 }
