@@ -1,7 +1,10 @@
 import { API_ROUTES } from '@sortie/contracts';
-import { describe, expect, it } from 'vitest';
+import type { CommandRecord, CreateCommandResponseSchema, DeliveryAttempt, Experiment, RegisterStreamRequest, WebhookEndpointWithSecret } from '@sortie/contracts';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { z } from 'zod';
+import type { Method } from './index.ts';
 import { queryString } from './http.ts';
-import { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
+import { OPERATIONS, STREAMED_OPERATIONS, type InputOf, type OutputOf } from './routes.ts';
 
 describe('the client covers the route table', () => {
   it('every route is one method of the client, and no method names a route that is gone', () => {
@@ -14,6 +17,23 @@ describe('the client covers the route table', () => {
   it('streamed routes are exactly those whose answer is a file', () => {
     const files = API_ROUTES.filter((r) => r.success.some((s) => s.media)).map((r) => r.operationId);
     expect(files).toEqual([...STREAMED_OPERATIONS]);
+  });
+});
+
+describe('types derived from the table (checked by the type-checker, so an `any` fails the build)', () => {
+  it('answers are the response schemas, inputs the request schemas', () => {
+    expectTypeOf<OutputOf<'listExperiments'>>().toEqualTypeOf<Experiment[]>();
+    expectTypeOf<OutputOf<'createCommand'>>().toEqualTypeOf<z.output<typeof CreateCommandResponseSchema>>();
+    expectTypeOf<OutputOf<'createCommand'>>().toExtend<CommandRecord>();
+    expectTypeOf<OutputOf<'rotateWebhook'>>().toEqualTypeOf<WebhookEndpointWithSecret>();
+    expectTypeOf<OutputOf<'testWebhook'>>().toEqualTypeOf<DeliveryAttempt>();
+    // Inputs are the schema's input side: a defaulted field is optional for the caller.
+    expectTypeOf<InputOf<'registerStream'>>().not.toEqualTypeOf<RegisterStreamRequest>();
+    const minimal: InputOf<'registerStream'> = { experimentId: '00000000-0000-4000-8000-000000000000', datasetName: 'stand' };
+    expect(minimal.storageShape).toBeUndefined();
+    expectTypeOf<InputOf<'listChannels'>>().toEqualTypeOf<{ datasetId: string; experimentId?: string | undefined }>();
+    expectTypeOf<InputOf<'listExperiments'>>().toEqualTypeOf<void>();
+    expectTypeOf<Method<'listExperiments'>>().parameters.toEqualTypeOf<[input?: undefined, options?: import('./http.ts').CallOptions]>();
   });
 });
 
