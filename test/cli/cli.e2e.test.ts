@@ -150,6 +150,11 @@ describe('query', () => {
     expect(table.stderr).toBe('10 points shown of 10 raw points in the window\n');
   });
 
+  it('without --channel, every numeric channel (the text channel is left out)', async () => {
+    const all = JSON.parse((await sortie(['query', datasetId, '--json'])).stdout);
+    expect(all.series.map((s: { channel: string; rawPoints: string }) => [s.channel, s.rawPoints])).toEqual([['altitude', '50']]);
+  });
+
   it('a channel the dataset lacks, or a time that is not RFC 3339, is a usage error (2)', async () => {
     const unknown = await sortie(['query', datasetId, '--channel', 'airspeed']);
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('--channel airspeed: the dataset has no such channel')]);

@@ -6,10 +6,16 @@ import { formatTime, parseTime } from '../time.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
 
+/** Query reads numbers (bools as 0/1); text and byte channels are refused, so they are left out of "all". */
+const NOT_PLOTTABLE = new Set(['string', 'bytes', 'bit_field']);
+
+/** The service's bound on channels per Query (README, gRPC telemetry: limits). */
+const MAX_CHANNELS_PER_QUERY = 256;
+
 /**
  * A window of channels through Query: the server's downsampled series (at most --max-points per
  * channel, M4 so peaks survive), one row per point. Channels are named as `sortie channels` lists them
- * (name, or the address: `ch_N`, a MAVLink signal name); every channel when none is given.
+ * (name, or the address: `ch_N`, a MAVLink signal name); every numeric channel when none is given.
  */
 export const QUERY: CommandSpec = {
   words: ['query'],
@@ -34,12 +40,16 @@ export const QUERY: CommandSpec = {
     const channels = await ctx.client.channels.list({ datasetId, experimentId: experiment.id });
     const wanted = listValue(ctx.values, 'channel');
     const chosen = wanted.length === 0
-      ? channels
+      ? channels.filter((c) => !NOT_PLOTTABLE.has(c.dataType))
       : wanted.map((name) => {
           const channel = channels.find((c) => c.name === name || c.hypertableColName === name);
           if (!channel) throw new CliError(`--channel ${name}: the dataset has no such channel (sortie channels ${datasetId} lists them)`);
           return channel;
         });
+    if (chosen.length === 0) throw new CliError(`dataset ${datasetId} has no numeric channel to query`);
+    if (chosen.length > MAX_CHANNELS_PER_QUERY) {
+      throw new CliError(`the dataset has ${chosen.length} numeric channels; a query reads at most ${MAX_CHANNELS_PER_QUERY}: name them with --channel (sortie channels ${datasetId} lists them)`);
+    }
     const answer = await ctx.client.telemetry.query({
       experimentId: experiment.id,
       datasetId,
