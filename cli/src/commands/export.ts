@@ -25,7 +25,8 @@ async function spanOf(ctx: Context, experimentId: string, datasetId: string, sta
   const us = (t: { seconds: bigint; nanos: number }) => Number(t.seconds) * 1e6 + Math.floor(t.nanos / 1000);
   try {
     const channels = await ctx.client.channels.list({ datasetId, experimentId });
-    const channel = channels.find((c) => c.dataType !== 'string');
+    // Query reads numbers only; text and byte channels would be refused.
+    const channel = channels.find((c) => !['string', 'bytes', 'bit_field'].includes(c.dataType));
     if (!channel) return undefined;
     const answer = await ctx.client.telemetry.query({
       experimentId,
