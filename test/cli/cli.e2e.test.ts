@@ -255,8 +255,10 @@ describe('export', () => {
   });
 
   it('MCAP to stdout with -o -', async () => {
-    const exported = await sortie(['export', datasetId, '--format', 'mcap', '-o', '-']);
+    const exported = await sortie(['export', datasetId, '--format', 'mcap', '-o', '-'], { stderrTTY: true });
     expect(exported.code).toBe(0);
+    // The bar follows the MCAP records as they stream by: 50 rows and the event.
+    expect(exported.stderr).toMatch(/\] 100% .* 51 messages {2}ETA /);
     expect(exported.bytes!.subarray(0, 8)).toEqual(Buffer.from([0x89, ...Buffer.from('MCAP0\r\n')]));
     // Read back: one message per row on /rows, the values written, log time = sample time.
     const reader = new McapStreamReader();
