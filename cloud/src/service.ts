@@ -97,10 +97,12 @@ export class SortieService {
     // that did arrive early would only wait in the outbox for the relay).
     let engine: DeliveryEngine | undefined;
     const outbox: Outbox = {
-      committed: (jobs) => {
-        overrides.afterDispatchCommit?.(jobs);
-        void engine?.publish(jobs);
+      committed: (jobs, inline = []) => {
+        overrides.afterDispatchCommit?.([...jobs, ...inline]);
+        engine?.committed(jobs, inline);
       },
+      reserveInline: (wanted) => engine?.reserveInline(wanted) ?? 0,
+      releaseInline: (count) => engine?.releaseInline(count),
     };
     const ctx: AppContext = {
       config,

@@ -1,9 +1,13 @@
-import type { DispatchRequest, DispatchResponse } from '@sortie/contracts';
+import { generateAckToken, type DispatchRequest, type DispatchResponse } from '@sortie/contracts';
 import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../platform/context.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { sql } from 'kysely';
-import type { OutboxJob } from '../platform/outbox.ts';
+import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
+import { sha256HexSync } from '../crypto/node-crypto.ts';
+import type { CommandRow, WebhookEndpointRow } from '../db/schema.ts';
+import { runHot } from './prepared.ts';
+import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './row-columns.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
@@ -11,7 +15,33 @@ interface DispatchOutcome {
   response: DispatchResponse;
   /** Outbox rows written in the dispatch transaction, to publish after commit. */
   jobs: OutboxJob[];
+  /** Outbox rows leased in the dispatch statement, for this process to attempt at once. */
+  inline: InlineJob[];
 }
+
+/**
+ * How long the dispatch statement leases the jobs this process attempts itself. Short, so that if the
+ * process dies before the attempt is recorded, the relay hands the job to the queue seconds later; the
+ * delivery engine extends it for an attempt still running after INLINE_LEASE_MS − 2 s.
+ */
+export const INLINE_LEASE_MS = 5000;
+
+/**
+ * Each organization's number of enabled endpoints at its last dispatch: how many ack tokens a dispatch
+ * mints in its statement (before it knows how many jobs it writes). A guess too low leaves the other
+ * jobs to the queue; too high, the extra tokens are not stored.
+ */
+const lastFanOut = new Map<string, number>();
+const MAX_REMEMBERED = 10_000;
+
+function rememberFanOut(organizationId: string, endpoints: number): void {
+  lastFanOut.delete(organizationId);
+  lastFanOut.set(organizationId, endpoints);
+  if (lastFanOut.size > MAX_REMEMBERED) lastFanOut.delete(lastFanOut.keys().next().value!);
+}
+
+/** One row of the dispatch statement: a job, its endpoint and (repeated) the command as moved. */
+type DispatchRow = { job_id: string; n: number; a_expires_at: Date | null } & Prefixed<CommandRow, 'c_'> & Prefixed<WebhookEndpointRow, 'e_'>;
 
 /**
  * Dispatch: check the spec's four preconditions in its order, then in one transaction move the command
@@ -21,7 +51,7 @@ interface DispatchOutcome {
  */
 export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchResponse> {
   const outcome = (await dispatchInOneStatement(ctx, organizationId, body)) ?? (await dispatchExplained(ctx, organizationId, body));
-  ctx.outbox.committed(outcome.jobs);
+  ctx.outbox.committed(outcome.jobs, outcome.inline);
   return outcome.response;
 }
 
@@ -29,41 +59,89 @@ export async function dispatchCommand(ctx: AppContext, organizationId: string, b
  * The common case in one round trip: the compare-and-set carries every precondition in its WHERE, so the
  * move, the deadline and the outbox rows happen together or not at all. Undefined when the command did
  * not move; then dispatchExplained checks again, in the spec's order, to say which precondition failed.
+ *
+ * The same statement prepares the first attempt of as many jobs as this process has inline slots for
+ * (ctx.outbox.reserveInline): it leases them, stores the hashes of their ack tokens and returns the
+ * command, the endpoints and the arming expiry, which is all the attempt reads. Every check the
+ * delivery worker makes before an attempt holds here by the WHERE (queued, before the deadline,
+ * endpoint enabled, armed), at this statement's instant. So a dispatch and its delivery cost two
+ * statements: this one and the attempt's record, with no queue message in between.
  */
 async function dispatchInOneStatement(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome | undefined> {
   const now = ctx.clock.now();
   const deadline = new Date(now.getTime() + body.ackTimeoutSeconds * 1000);
-  const { rows } = await sql<{ job_id: string; endpoint_id: string; url: string }>`
-    with moved as (
-      update commands set status = 'queued', queued_at = ${now}, ack_deadline_at = ${deadline}
-      where id = ${body.commandId} and organization_id = ${organizationId}
-        and status = 'logged' and retracted_at is null
-        and exists (select 1 from deployment_settings where key = ${COMMAND_WEBHOOKS} and value = 'true'::jsonb)
-        and exists (select 1 from armings a where a.dataset_id = commands.dataset_id and a.disarmed_at is null and a.expires_at > ${now})
-        and exists (select 1 from webhook_endpoints e where e.organization_id = ${organizationId} and e.deleted_at is null and e.disabled_at is null)
-      returning id
-    ),
-    endpoints as (
-      select id, url, created_at from webhook_endpoints
-      where organization_id = ${organizationId} and deleted_at is null and disabled_at is null
-    ),
-    jobs as (
-      insert into delivery_jobs (id, organization_id, command_id, endpoint_id)
-      select gen_random_uuid(), ${organizationId}, m.id, e.id from moved m cross join endpoints e
-      returning id, endpoint_id
-    )
-    select j.id as job_id, e.id as endpoint_id, e.url from jobs j join endpoints e on e.id = j.endpoint_id
-    order by e.created_at, e.id
-  `.execute(ctx.db);
-  if (rows.length === 0) return undefined;
+  const reserved = ctx.outbox.reserveInline(lastFanOut.get(organizationId) ?? 1);
+  const tokens = Array.from({ length: reserved }, () => generateAckToken());
+  const leasedUntil = new Date(now.getTime() + INLINE_LEASE_MS);
+  let rows: DispatchRow[];
+  try {
+    rows = await runHot({ db: ctx.db, pool: ctx.database.pool }, 'sortie_dispatch', sql<DispatchRow>`
+      with moved as (
+        update commands set status = 'queued', queued_at = ${now}, ack_deadline_at = ${deadline}
+        where id = ${body.commandId} and organization_id = ${organizationId}
+          and status = 'logged' and retracted_at is null
+          and exists (select 1 from deployment_settings where key = ${COMMAND_WEBHOOKS} and value = 'true'::jsonb)
+          and exists (select 1 from armings a where a.dataset_id = commands.dataset_id and a.disarmed_at is null and a.expires_at > ${now})
+          and exists (select 1 from webhook_endpoints e where e.organization_id = ${organizationId} and e.deleted_at is null and e.disabled_at is null)
+        returning *
+      ),
+      endpoints as (
+        select *, row_number() over (order by created_at, id)::int as n from webhook_endpoints
+        where organization_id = ${organizationId} and deleted_at is null and disabled_at is null
+      ),
+      jobs as (
+        insert into delivery_jobs (id, organization_id, command_id, endpoint_id, leased_until)
+        select gen_random_uuid(), ${organizationId}, m.id, e.id, case when e.n <= ${reserved} then ${leasedUntil}::timestamptz end
+        from moved m cross join endpoints e
+        returning id, endpoint_id
+      ),
+      minted as (
+        insert into ack_tokens (token_hash, command_id, expires_at)
+        select t.hash, m.id, ${deadline}::timestamptz
+        from moved m cross join unnest(${tokens.map((t) => sha256HexSync(t))}::text[]) with ordinality as t(hash, n)
+        where t.n <= (select count(*) from endpoints)
+      )
+      select j.id as job_id, e.n, ${PREFIXED_COLUMNS}, a.expires_at as a_expires_at
+      from jobs j join endpoints e on e.id = j.endpoint_id
+      cross join moved c
+      left join armings a on a.dataset_id = c.dataset_id
+      order by e.n
+    `);
+  } catch (error) {
+    ctx.outbox.releaseInline(reserved);
+    throw error;
+  }
+  if (rows.length === 0) {
+    ctx.outbox.releaseInline(reserved);
+    return undefined;
+  }
+  rememberFanOut(organizationId, rows.length);
+  const jobs: OutboxJob[] = [];
+  const inline: InlineJob[] = [];
+  const command = unprefix<CommandRow>(rows[0]!, 'c_', COMMAND_COLUMNS);
+  for (const r of rows) {
+    if (r.n <= reserved) {
+      inline.push({
+        jobId: r.job_id,
+        organizationId,
+        ackToken: tokens[r.n - 1]!,
+        leasedUntil,
+        command,
+        endpoint: unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS),
+        armingExpiresAt: r.a_expires_at!,
+      });
+    } else jobs.push({ jobId: r.job_id, organizationId });
+  }
+  ctx.outbox.releaseInline(reserved - inline.length);
   return {
     response: {
       commandId: body.commandId,
       status: 'queued',
       ackDeadline: deadline.toISOString(),
-      endpoints: rows.map((r) => ({ id: r.endpoint_id, url: r.url })),
+      endpoints: rows.map((r) => ({ id: r.e_id!, url: r.e_url! })),
     },
-    jobs: rows.map((r) => ({ jobId: r.job_id, organizationId })),
+    jobs,
+    inline,
   };
 }
 
@@ -115,6 +193,7 @@ async function dispatchExplained(ctx: AppContext, organizationId: string, body: 
     return {
       response: { commandId: command.id, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
       jobs: jobs.map((j) => ({ jobId: j.id, organizationId })),
+      inline: [],
     };
   });
 }

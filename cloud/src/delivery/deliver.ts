@@ -10,7 +10,8 @@ import { checkWebhookUrl } from '../net/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
 import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId } from './body.ts';
 import { AUTO_DISABLE_AFTER_FAILURES, disableFailingEndpoint, type EndpointHealth } from './endpoint-health.ts';
-import { finishJob, leaseAndLoadMany, readJobState, recordAttempts, type AttemptRecord } from './jobs.ts';
+import { finishJob, leaseAndLoadMany, readJobState, recordAttempts, type AttemptRecord, type LoadedJob } from './jobs.ts';
+import type { InlineJob } from '../platform/outbox.ts';
 import { MicroBatcher } from './micro-batcher.ts';
 import { ack, nak, type JobDecision, type JobHandler } from './queue.ts';
 import type { WebhookAnswer, WebhookPost } from './send.ts';
@@ -34,16 +35,18 @@ export interface DeliveryDeps {
  * dataset disarmed. Only then the URL rules run again with fresh DNS, and the POST goes to exactly the
  * addresses that passed. Two statements on the happy path: lease-and-load, then record-everything.
  */
-export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
+export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   const { ctx } = deps;
   const { db, clock, logger } = ctx;
   const leaseMs = ctx.config.webhook.timeoutMs + 30_000;
   // Concurrent attempts share their two statements: under load one round trip serves many deliveries.
   const maxBatch = Math.max(1, ctx.config.delivery.concurrency);
-  const loads = new MicroBatcher((items: Array<{ jobId: string; tokenHash: string }>) => leaseAndLoadMany(db, { now: clock.now(), leaseMs, items }), {
+  // Prepared statements on PostgreSQL (commands/prepared.ts).
+  const hot = { db, pool: ctx.database.pool };
+  const loads = new MicroBatcher((items: Array<{ jobId: string; tokenHash: string }>) => leaseAndLoadMany(hot, { now: clock.now(), leaseMs, items }), {
     maxBatch,
   });
-  const records = new MicroBatcher((items: AttemptRecord[]) => recordAttempts(db, items), { maxBatch });
+  const records = new MicroBatcher((items: AttemptRecord[]) => recordAttempts(hot, items), { maxBatch });
   const openSecret = cachedSecretOpener();
 
   const stop = async (jobId: string, reason: string, postSeconds?: number): Promise<JobDecision> => {
@@ -53,7 +56,10 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
     return ack();
   };
 
-  return async (job) => {
+  const handle: JobHandler = async (job) => {
+    // A retry of an attempt made at dispatch, queued at once: its message says when it is due.
+    const early = (job.notBefore ?? 0) - Date.now();
+    if (early > 0) return nak(early);
     const now = clock.now();
     const ackToken = generateAckToken();
     const loaded = await loads.submit({ jobId: job.jobId, tokenHash: sha256HexSync(ackToken) });
@@ -76,7 +82,28 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
     const deadline = command.ack_deadline_at!;
     if (deadline <= now || !loaded.tokenMinted) return stop(job.jobId, 'ack deadline passed');
     if (!arming || !isArmed(arming as ArmingRow, now)) return stop(job.jobId, 'dataset no longer armed');
+    return attemptLoaded(job.jobId, { ...loaded, command, endpoint, arming }, ackToken, now);
+  };
 
+  /**
+   * The first attempt of a job the dispatch statement leased and loaded (commands/dispatch.ts): every
+   * check above held at that statement's instant, so it goes straight to the URL check and the POST.
+   */
+  const attemptInline = (job: InlineJob): Promise<JobDecision> => {
+    const loaded: Attemptable = {
+      job: { id: job.jobId, organization_id: job.organizationId, command_id: job.command.id, endpoint_id: job.endpoint.id, attempts: 0 },
+      command: job.command,
+      endpoint: job.endpoint,
+      arming: { expires_at: job.armingExpiresAt, disarmed_at: null },
+      tokenMinted: true,
+    };
+    return attemptLoaded(job.jobId, loaded, job.ackToken, clock.now());
+  };
+
+  const attemptLoaded = async (jobId: string, loaded: Attemptable, ackToken: string, now: Date): Promise<JobDecision> => {
+    const job = { jobId };
+    const { command, endpoint, arming } = loaded;
+    const deadline = command.ack_deadline_at!;
     const attempt = loaded.job.attempts + 1;
     const id = deliveryId(job.jobId, attempt);
     const check = await checkWebhookUrl(endpoint.url, ctx.webhookGuard);
@@ -163,6 +190,17 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler {
     ctx.metrics.delivery(attemptOutcome(check.ok, verdict, next.state), postSeconds);
     return decision;
   };
+
+  return { handle, attemptInline };
+}
+
+/** A leased job with everything its attempt reads present. */
+type Attemptable = LoadedJob & { command: NonNullable<LoadedJob['command']>; endpoint: NonNullable<LoadedJob['endpoint']>; arming: NonNullable<LoadedJob['arming']> };
+
+/** What the engine runs: the queue's handler, and first attempts made at dispatch. */
+export interface DeliveryWorker {
+  handle: JobHandler;
+  attemptInline(job: InlineJob): Promise<JobDecision>;
 }
 
 /** The metrics outcome of an attempt that reached the URL check (docs/operations.md). */

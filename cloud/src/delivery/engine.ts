@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { AppContext } from '../platform/context.ts';
 import { createMailer, type Mailer } from '../notifications/mailer.ts';
-import { createDeliveryHandler, type DeliveryDeps } from './deliver.ts';
-import { loadPendingJobs, markAllPendingUnpublished, markPublished } from './jobs.ts';
+import { createDeliveryWorker, type DeliveryDeps, type DeliveryWorker } from './deliver.ts';
+import type { InlineJob } from '../platform/outbox.ts';
+import { extendLease, loadPendingJobs, markAllPendingUnpublished, markPublished } from './jobs.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
 import { MicroBatcher } from './micro-batcher.ts';
@@ -42,6 +43,12 @@ export class DeliveryEngine {
   readonly #marks: MicroBatcher<string, undefined>;
   /** Publishes after dispatch not finished yet; stop waits for them so their marks reach the database. */
   readonly #publishing = new Set<Promise<void>>();
+  readonly #worker: DeliveryWorker;
+  /** Slots for first attempts made at dispatch (reserveInline), as many as the queue's worker has. */
+  #inlineFree: number;
+  /** First attempts made at dispatch in flight; stop waits for them to be recorded. */
+  readonly #inline = new Set<Promise<void>>();
+  #stopping = false;
 
   private constructor(
     ctx: AppContext,
@@ -59,6 +66,8 @@ export class DeliveryEngine {
     this.#ctx = ctx;
     this.queue = queue;
     this.#deps = deps;
+    this.#worker = createDeliveryWorker(deps);
+    this.#inlineFree = ctx.config.delivery.concurrency;
     this.#relayOptions = relay;
     this.#mailer = mailer;
   }
@@ -91,18 +100,64 @@ export class DeliveryEngine {
   }
 
   async start(): Promise<void> {
-    await this.queue.start(createDeliveryHandler(this.#deps), { concurrency: this.#ctx.config.delivery.concurrency });
+    await this.queue.start(this.#worker.handle, { concurrency: this.#ctx.config.delivery.concurrency });
     this.#relay = startRelay({ db: this.#ctx.db, queue: this.queue, clock: this.#ctx.clock, logger: this.#ctx.logger, options: this.#relayOptions });
   }
 
+  /** Reserve slots for attempts made at dispatch (the outbox port's reserveInline); none while stopping. */
+  reserveInline(wanted: number): number {
+    if (this.#stopping) return 0;
+    const granted = Math.max(0, Math.min(wanted, this.#inlineFree));
+    this.#inlineFree -= granted;
+    return granted;
+  }
+
+  releaseInline(count: number): void {
+    this.#inlineFree += count;
+  }
+
+  /** After a dispatch commits: queue its jobs, and make the first attempt of those it leased here and now. */
+  committed(jobs: readonly QueuedJob[], inline: readonly InlineJob[]): void {
+    void this.publish(jobs);
+    for (const job of inline) this.#attemptInline(job);
+  }
+
   /**
-   * After a dispatch commits. Never throws: a job that cannot be published now stays unpublished in
-   * the outbox and the relay picks it up.
+   * One first attempt at dispatch. Its lease is short (crash recovery is that quick); an attempt still
+   * running 2 s before it runs out extends it to the worker's lease. A retry is recorded (unpublished,
+   * not leased: the relay's, should this process die now), then queued at once with the time it is due,
+   * which the worker waits for. An attempt that throws leaves the job leased until the lease runs out,
+   * and the relay hands it to the queue then.
+   */
+  #attemptInline(job: InlineJob): void {
+    const { ctx } = this.#deps;
+    const extendIn = job.leasedUntil.getTime() - ctx.clock.now().getTime() - 2000;
+    const extend = setTimeout(() => {
+      const until = new Date(ctx.clock.now().getTime() + ctx.config.webhook.timeoutMs + 30_000);
+      extendLease(ctx.db, { jobId: job.jobId, from: job.leasedUntil, until }).catch((err) => ctx.logger.warn({ err, jobId: job.jobId }, 'could not extend a delivery lease'));
+    }, Math.max(0, extendIn));
+    const run: Promise<void> = this.#worker
+      .attemptInline(job)
+      .then((decision) => {
+        if (decision.kind === 'nak') return this.publish([{ jobId: job.jobId, organizationId: job.organizationId, notBefore: Date.now() + decision.delayMs }]);
+      })
+      .catch((err) => ctx.logger.error({ err, jobId: job.jobId }, 'delivery attempt at dispatch failed; the job is retried once its lease runs out'))
+      .finally(() => {
+        clearTimeout(extend);
+        this.#inlineFree += 1;
+        this.#inline.delete(run);
+      });
+    this.#inline.add(run);
+  }
+
+  /**
+   * Hand jobs to the queue. Never throws: a job that cannot be published now stays unpublished in the
+   * outbox and the relay picks it up.
    */
   publish(jobs: readonly QueuedJob[]): Promise<void> {
     if (jobs.length === 0) return Promise.resolve();
     const run: Promise<void> = this.queue
-      .publish(jobs)
+      .publish(jobs.map((j) => ({ jobId: j.jobId, organizationId: j.organizationId, ...(j.notBefore !== undefined && { notBefore: j.notBefore }) })))
       .then(() => Promise.all(jobs.map((j) => this.#marks.submit(j.jobId))))
       .then(() => undefined)
       .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'))
@@ -113,8 +168,11 @@ export class DeliveryEngine {
 
   /** Stop taking work: publishes and attempts in flight finish and are recorded; queued work stays queued. */
   async stop(): Promise<void> {
+    this.#stopping = true;
     await this.#relay?.stop();
     this.#relay = undefined;
+    // Attempts made at dispatch finish and are recorded (a retry among them is published below).
+    await Promise.all(this.#inline);
     // Before the queue closes its connection: a publish cut off here would leave its job to another relay.
     await Promise.all(this.#publishing);
     await this.queue.stop();

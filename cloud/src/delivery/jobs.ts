@@ -3,6 +3,8 @@ import type { ArmingRow, CommandRow, DeliveryJobRow, DeliveryJobState, WebhookEn
 import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
 import type { Executor } from '../db/executor.ts';
+import { runHot, type HotTarget } from '../commands/prepared.ts';
+import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from '../commands/row-columns.ts';
 
 /** The delivery outbox (`delivery_jobs`): the truth the queues are driven from. */
 
@@ -36,17 +38,20 @@ export async function markAllPendingUnpublished(db: Executor): Promise<number> {
 }
 
 /**
- * Jobs committed but never confirmed published (the process died between commit and publish, or the
- * queue was unreachable), older than `graceMs` by the database's clock so a dispatch still publishing
- * its own jobs is not raced. Oldest first.
+ * Jobs committed but never confirmed published (the process died between commit and publish or before
+ * its attempt at dispatch was recorded, or the queue was unreachable), older than `graceMs` by the
+ * database's clock so a dispatch still publishing its own jobs is not raced, and not leased. Oldest first.
  */
-export async function listUnpublished(db: Executor, input: { graceMs: number; limit: number }): Promise<QueuedJob[]> {
+export async function listUnpublished(db: Executor, input: { graceMs: number; limit: number; now: Date }): Promise<QueuedJob[]> {
   const rows = await db
     .selectFrom('delivery_jobs')
     .select(['id', 'organization_id'])
     .where('published_at', 'is', null)
     .where('state', '=', 'pending')
     .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${input.graceMs / 1000})`)
+    // A job leased at dispatch is being attempted by the dispatching process; if that process died,
+    // its lease runs out (seconds) and the job is the relay's from then.
+    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', input.now)]))
     .orderBy('created_at')
     .limit(input.limit)
     .execute();
@@ -86,6 +91,17 @@ export async function readJobState(db: Executor, jobId: string) {
   return db.selectFrom('delivery_jobs').select(['state', 'leased_until']).where('id', '=', jobId).executeTakeFirst();
 }
 
+/** Lengthen a lease this process holds (`from` is its end as taken), for an attempt still running. */
+export async function extendLease(db: Executor, input: { jobId: string; from: Date; until: Date }): Promise<void> {
+  await db
+    .updateTable('delivery_jobs')
+    .set({ leased_until: input.until })
+    .where('id', '=', input.jobId)
+    .where('state', '=', 'pending')
+    .where('leased_until', '=', input.from)
+    .execute();
+}
+
 /** Close a job for good. */
 export async function finishJob(db: Executor, input: { jobId: string; state: Exclude<DeliveryJobState, 'pending'>; reason: string; now: Date }) {
   await db
@@ -105,36 +121,8 @@ export interface LoadedJob {
   tokenMinted: boolean;
 }
 
-/**
- * The column names of a row type, each key of Row exactly as db/schema.ts declares it: tsc rejects a list
- * that misses a key or names one the row lacks, so a column added to the schema cannot reach the lease
- * below as `undefined`. (jobs.test.ts checks the lists against the migrated tables too.)
- */
-function columnsOf<Row>() {
-  return <const C extends readonly (keyof Row & string)[]>(
-    columns: C & ([Exclude<keyof Row, C[number]>] extends [never] ? unknown : { missing: Exclude<keyof Row, C[number]> }),
-  ): C => columns;
-}
-
-/** Every column of `commands`, in the table's order: an attempt needs the whole command for its body. */
-const COMMAND_COLUMNS = columnsOf<CommandRow>()([
-  'id', 'organization_id', 'experiment_id', 'dataset_id', 'command_text', 'description', 'args', 'template_key', 'category',
-  'rel_time', 'issued_at', 'issued_by_name', 'issued_by_email', 'issued_by_key_id', 'status', 'status_detail', 'queued_at',
-  'delivered_at', 'acked_at', 'ack_deadline_at', 'vehicle_time', 'ack_payload', 'delivery_attempts', 'client_token',
-  'retracted_at', 'retracted_reason', 'destructive',
-]);
-
-/** Every column of `webhook_endpoints`, in the table's order: health, secrets and URL checks read them. */
-const ENDPOINT_COLUMNS = columnsOf<WebhookEndpointRow>()([
-  'id', 'organization_id', 'label', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'rotating_until', 'disabled_at',
-  'disabled_reason', 'consecutive_failures', 'deleted_at', 'created_at', 'updated_at',
-]);
-
 /** The whole rows the lease reads, by table (jobs.test.ts compares them with the migrated tables). */
 export const LEASE_ROW_COLUMNS = { commands: COMMAND_COLUMNS, webhook_endpoints: ENDPOINT_COLUMNS } as const;
-
-/** `Row` with every column renamed `<prefix><column>`; null when its left join found nothing. */
-type Prefixed<Row, P extends string> = { [K in keyof Row & string as `${P}${K}`]: Row[K] | null };
 
 /** One row of the lease statement, as its select list names the columns. */
 type LeaseRow = { [K in keyof LoadedJob['job'] as `job_${K}`]: LoadedJob['job'][K] } & {
@@ -145,15 +133,6 @@ type LeaseRow = { [K in keyof LoadedJob['job'] as `job_${K}`]: LoadedJob['job'][
   Prefixed<WebhookEndpointRow, 'e_'>;
 
 /**
- * The select list of the command and endpoint columns, prefixed so the two tables' `id`s stay apart.
- * Built once from the constant lists above (never from input), so raw text is safe and adds nothing
- * per statement on the delivery hot path.
- */
-const PREFIXED_COLUMNS = sql.raw(
-  [...COMMAND_COLUMNS.map((c) => `c.${c} as c_${c}`), ...ENDPOINT_COLUMNS.map((c) => `e.${c} as e_${c}`)].join(', '),
-);
-
-/**
  * Lease jobs, read each one's command, endpoint and arming, and store the hash of the ack token its
  * attempt will carry: one statement for a whole batch (see micro-batcher.ts). A token is minted only
  * for a command still queued and before its deadline; if the attempt then does not happen (endpoint
@@ -161,11 +140,11 @@ const PREFIXED_COLUMNS = sql.raw(
  * another worker) come back undefined.
  */
 export async function leaseAndLoadMany(
-  db: Executor,
+  db: Executor | HotTarget,
   input: { now: Date; leaseMs: number; items: ReadonlyArray<{ jobId: string; tokenHash: string }> },
 ): Promise<Array<LoadedJob | undefined>> {
   const leaseUntil = new Date(input.now.getTime() + input.leaseMs);
-  const { rows } = await sql<LeaseRow>`
+  const rows = await runHot(hot(db), 'sortie_lease_jobs', sql<LeaseRow>`
     with input as (
       select * from unnest(${input.items.map((i) => i.jobId)}::uuid[], ${input.items.map((i) => i.tokenHash)}::text[]) as t(job_id, token_hash)
     ),
@@ -192,7 +171,7 @@ export async function leaseAndLoadMany(
     left join commands c on c.id = l.command_id
     left join webhook_endpoints e on e.id = l.endpoint_id
     left join armings a on a.dataset_id = c.dataset_id
-  `.execute(db);
+  `);
   const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r)]));
   // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
   const handedOut = new Set<string>();
@@ -212,14 +191,6 @@ function toLoadedJob(r: LeaseRow): LoadedJob {
     arming: r.a_expires_at === null ? undefined : { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at },
     tokenMinted: r.minted === true,
   };
-}
-
-/** The `prefix`ed columns of a lease row as the table's row (the left join matched, so none is the join's null). */
-function unprefix<Row>(r: LeaseRow, prefix: string, columns: readonly (keyof Row & string)[]): Row {
-  const source = r as unknown as Record<string, unknown>;
-  const row: Record<string, unknown> = {};
-  for (const column of columns) row[column] = source[prefix + column];
-  return row as Row;
 }
 
 export interface AttemptRecord {
@@ -246,7 +217,7 @@ export interface AttemptRecord {
  * success reset the streak and how many failures came after the last success (in attempt order).
  * Returns, per attempt, its endpoint's streak afterwards.
  */
-export async function recordAttempts(db: Executor, attempts: readonly AttemptRecord[]): Promise<Array<{ consecutiveFailures: number; disabled: boolean }>> {
+export async function recordAttempts(db: Executor | HotTarget, attempts: readonly AttemptRecord[]): Promise<Array<{ consecutiveFailures: number; disabled: boolean }>> {
   const commands = new Map<string, { n: number; deliveredAt: Date | null }>();
   const endpoints = new Map<string, { reset: boolean; add: number }>();
   for (const a of [...attempts].sort((x, y) => x.attemptedAt.getTime() - y.attemptedAt.getTime())) {
@@ -263,22 +234,29 @@ export async function recordAttempts(db: Executor, attempts: readonly AttemptRec
   }
   const col = <T>(f: (a: AttemptRecord) => T) => attempts.map(f);
   const finished = (a: AttemptRecord) => (a.next.state === 'pending' ? undefined : a.next);
-  const { rows } = await sql<{ id: string; consecutive_failures: number; disabled: boolean }>`
+  const rows = await runHot(hot(db), 'sortie_record_attempts', sql<{ id: string; consecutive_failures: number; disabled: boolean }>`
     with inserted as (
       insert into delivery_attempts
         (id, organization_id, job_id, command_id, endpoint_id, endpoint_url, event_type, attempt, status_code,
          response, error, duration_ms, attempted_at, delivery_id)
-      select * from unnest(
+      -- Committed without waiting for the WAL flush: a PostgreSQL crash may lose the last fraction of a
+      -- second of attempt records, and those jobs are attempted again once their leases run out
+      -- (at-least-once); no command and no outbox row is ever at stake here.
+      select t.* from unnest(
         ${col(() => crypto.randomUUID())}::uuid[], ${col((a) => a.job.organization_id)}::uuid[], ${col((a) => a.job.id)}::uuid[],
         ${col((a) => a.job.command_id)}::uuid[], ${col((a) => a.job.endpoint_id)}::uuid[], ${col((a) => a.endpointUrl)}::text[],
         ${col((a) => a.eventType)}::text[], ${col((a) => a.attempt)}::int[], ${col((a) => a.statusCode)}::int[],
         ${col((a) => a.response)}::text[], ${col((a) => a.error)}::text[], ${col((a) => a.durationMs)}::int[],
-        ${col((a) => a.attemptedAt.toISOString())}::timestamptz[], ${col((a) => a.deliveryId)}::text[])
+        ${col((a) => a.attemptedAt.toISOString())}::timestamptz[], ${col((a) => a.deliveryId)}::text[]) as t
+      where set_config('synchronous_commit', 'off', true) is not null
     ),
     jobs as (
       update delivery_jobs d set
         attempts = u.attempts, leased_until = null, state = u.state, finish_reason = u.reason,
-        finished_at = u.finished_at, next_attempt_at = u.next_at
+        finished_at = u.finished_at, next_attempt_at = u.next_at,
+        -- A job attempted at dispatch was never published; finished, it leaves the relay's index. One
+        -- still pending is published by the engine next (the relay, should the process die first).
+        published_at = case when u.state = 'pending' then d.published_at else coalesce(d.published_at, u.finished_at) end
       from unnest(
         ${col((a) => a.job.id)}::uuid[], ${col((a) => a.attempt)}::int[], ${col((a) => a.next.state)}::text[],
         ${col((a) => finished(a)?.reason ?? null)}::text[], ${col((a) => finished(a)?.at.toISOString() ?? null)}::timestamptz[],
@@ -302,7 +280,12 @@ export async function recordAttempts(db: Executor, attempts: readonly AttemptRec
       as u(id, reset, add)
     where e.id = u.id
     returning e.id, e.consecutive_failures, e.disabled_at is not null as disabled
-  `.execute(db);
+  `);
   const byEndpoint = new Map(rows.map((r) => [r.id, { consecutiveFailures: r.consecutive_failures, disabled: r.disabled }]));
   return attempts.map((a) => byEndpoint.get(a.job.endpoint_id) ?? { consecutiveFailures: 0, disabled: false });
+}
+
+/** An executor, or an executor with its pool (prepared statements, commands/prepared.ts). */
+function hot(target: Executor | HotTarget): HotTarget {
+  return 'db' in target && 'executeQuery' in (target as HotTarget).db ? (target as HotTarget) : { db: target as Executor };
 }

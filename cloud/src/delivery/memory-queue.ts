@@ -33,7 +33,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   async publish(jobs: readonly QueuedJob[]): Promise<void> {
-    for (const job of jobs) if (!this.#known.has(job.jobId)) this.#schedule(job, 0);
+    for (const job of jobs) if (!this.#known.has(job.jobId)) this.#schedule(job, (job.notBefore ?? 0) - Date.now());
   }
 
   async start(handler: JobHandler, options: { concurrency: number }): Promise<void> {

@@ -248,7 +248,7 @@ export class NatsDeliveryQueue implements DeliveryQueue, QueueBroker {
 function parseJob(data: Uint8Array): QueuedJob {
   const value = JSON.parse(new TextDecoder().decode(data)) as Partial<QueuedJob>;
   if (typeof value.jobId !== 'string' || typeof value.organizationId !== 'string') throw new Error('not a delivery job');
-  return { jobId: value.jobId, organizationId: value.organizationId };
+  return { jobId: value.jobId, organizationId: value.organizationId, ...(typeof value.notBefore === 'number' && { notBefore: value.notBefore }) };
 }
 
 /** `add` is idempotent for an identical configuration; a changed one is updated in place. */

@@ -14,7 +14,13 @@ import type { OutboxJob } from '../platform/outbox.ts';
  * A job to look at: the outbox row id and its organization (the NATS subject carries it). The very
  * shape dispatch hands the outbox port (platform/outbox.ts), so what commits is what gets queued.
  */
-export type QueuedJob = OutboxJob;
+export type QueuedJob = OutboxJob & {
+  /**
+   * Not to be attempted before this time (epoch ms, wall clock): the retry of an attempt made at
+   * dispatch, which was never a queue message and so has no message to `nak(delay)`.
+   */
+  notBefore?: number;
+};
 
 /**
  * What the handler decided, in JetStream's vocabulary (jsmsg.ts):

@@ -22,7 +22,7 @@ export const DEFAULT_RELAY: RelayOptions = { intervalMs: 1000, graceMs: 2000, ba
 export async function relayOnce(input: { db: Db; queue: DeliveryQueue; clock: Clock; options: RelayOptions }): Promise<number> {
   let total = 0;
   for (;;) {
-    const jobs = await listUnpublished(input.db, { graceMs: input.options.graceMs, limit: input.options.batch });
+    const jobs = await listUnpublished(input.db, { graceMs: input.options.graceMs, limit: input.options.batch, now: input.clock.now() });
     if (jobs.length === 0) return total;
     await input.queue.publish(jobs);
     await markPublished(

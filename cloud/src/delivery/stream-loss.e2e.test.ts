@@ -36,7 +36,8 @@ describe('the delivery stream lost with NATS storage', () => {
     await receiver.waitForRequests(1);
     const job = await eventually(async () => {
       const row = await db.selectFrom('delivery_jobs').selectAll().where('command_id', '=', commandId).executeTakeFirstOrThrow();
-      return row.attempts === 1 && row.leased_until === null ? row : undefined;
+      // The first attempt is made at dispatch; its retry is published right after it is recorded.
+      return row.attempts === 1 && row.leased_until === null && row.published_at !== null ? row : undefined;
     });
     expect(job.state).toBe('pending');
     expect(job.published_at).not.toBeNull();
