@@ -67,10 +67,12 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
   return Promise.all(
     names.map(async (name, i) => {
       const source = sources[i]!;
-      const count = await rawCount(db, query, source, shifts);
-      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
+      // One pass over the signal's rows answers the long read (M4 per bucket, counts included); only
+      // when everything fits the budget is a second pass made, for every sample.
       const buckets = await m4Buckets(db, query, source, shifts);
-      return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: buckets.reduce((n, b) => n + b.count, 0) };
+      const count = buckets.reduce((n, b) => n + b.count, 0);
+      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
+      return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: count };
     }),
   );
 }
@@ -96,11 +98,6 @@ function alignedRows(query: NarrowQuery, source: SignalSource, shifts: readonly 
       from ${sql.table(source.table)} s left join ${shiftTable} on o.session = s.boot_session
       where ${sql.raw(`s.${quoteIdent(source.column.column)}`)} is not null
         ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}`;
-}
-
-async function rawCount(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<number> {
-  const result = await sql<{ n: number }>`select count(*)::float8 as n from (${alignedRows(query, source, shifts)}) as r`.execute(db);
-  return result.rows[0]!.n;
 }
 
 async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<Sample[]> {
