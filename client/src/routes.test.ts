@@ -27,6 +27,8 @@ describe('types derived from the table (checked by the type-checker, so an `any`
     expectTypeOf<OutputOf<'createCommand'>>().toExtend<CommandRecord>();
     expectTypeOf<OutputOf<'rotateWebhook'>>().toEqualTypeOf<WebhookEndpointWithSecret>();
     expectTypeOf<OutputOf<'testWebhook'>>().toEqualTypeOf<DeliveryAttempt>();
+    expectTypeOf<OutputOf<'getCommand'>>().toEqualTypeOf<CommandRecord>();
+    expectTypeOf<InputOf<'getCommand'>>().toEqualTypeOf<{ commandId: string }>();
     // Inputs are the schema's input side: a defaulted field is optional for the caller.
     expectTypeOf<InputOf<'registerStream'>>().not.toEqualTypeOf<RegisterStreamRequest>();
     const minimal: InputOf<'registerStream'> = { experimentId: '00000000-0000-4000-8000-000000000000', datasetName: 'stand' };

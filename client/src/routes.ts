@@ -38,6 +38,7 @@ export const OPERATIONS = {
   commands: {
     create: 'createCommand',
     list: 'listCommands',
+    get: 'getCommand',
     retract: 'retractCommand',
     dispatch: 'dispatchCommand',
     ack: 'ackCommand',

@@ -13,6 +13,16 @@ export function listCommands(db: Executor, datasetId: string): Promise<CommandRo
     .execute();
 }
 
+/** One of the organization's commands (retracted or not); undefined for another organization's or none. */
+export function getCommand(db: Executor, organizationId: string, commandId: string): Promise<CommandRow | undefined> {
+  return db
+    .selectFrom('commands')
+    .selectAll()
+    .where('id', '=', commandId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
+}
+
 /** Whether the organization has this command (retracted or not). */
 export async function commandExists(db: Executor, organizationId: string, commandId: string): Promise<boolean> {
   const row = await db

@@ -2,6 +2,7 @@ import {
   AckRequestSchema,
   CreateCommandRequestSchema,
   DispatchRequestSchema,
+  GetCommandQuerySchema,
   ListCommandsQuerySchema,
   RetractCommandRequestSchema,
 } from '@sortie/contracts';
@@ -18,7 +19,7 @@ import { findTemplate } from '../templates/queries.ts';
 import { acknowledge } from './ack.ts';
 import { createCommand } from './create-command.ts';
 import { dispatchCommand } from './dispatch.ts';
-import { commandExists, listCommands, retractCommand } from './queries.ts';
+import { commandExists, getCommand, listCommands, retractCommand } from './queries.ts';
 import { toCommandRecord } from './records.ts';
 
 export function commandsRoutes(ctx: AppContext) {
@@ -43,6 +44,13 @@ export function commandsRoutes(ctx: AppContext) {
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
       const rows = await listCommands(ctx.db, dataset.id);
       return c.json(rows.map(toCommandRecord));
+    })
+    .get('/commands/get', requireScope(ctx, 'commands:read'), async (c) => {
+      const query = readQuery(c, GetCommandQuerySchema);
+      const row = await getCommand(ctx.db, c.get('principal').organizationId, query.commandId);
+      // Another organization's command answers like a missing one: the id tells nothing across organizations.
+      if (!row) throw notFound(`no command ${query.commandId}`);
+      return c.json(toCommandRecord(row));
     })
     .post('/commands/retract', requireScope(ctx, 'commands:write'), async (c) => {
       const body = await readJson(c, RetractCommandRequestSchema);

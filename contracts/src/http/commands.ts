@@ -57,6 +57,9 @@ export const CreateCommandResponseSchema = CommandRecordSchema.extend({ duplicat
 
 export const ListCommandsQuerySchema = z.object({ experimentId: Uuid, datasetId: Uuid });
 
+/** One command by id alone (addition): its dataset need not be known, as it must be for the list. */
+export const GetCommandQuerySchema = z.object({ commandId: Uuid });
+
 export const RetractCommandRequestSchema = z.object({
   commandId: Uuid,
   reason: text().max(1000).default(''),

@@ -16,6 +16,7 @@ import {
   CreateCommandResponseSchema,
   DispatchRequestSchema,
   DispatchResponseSchema,
+  GetCommandQuerySchema,
   ListCommandsQuerySchema,
   RetractCommandRequestSchema,
 } from '../http/commands.ts';
@@ -308,6 +309,18 @@ const ROUTE_TABLE = [
     auth: 'commands:read',
     query: ListCommandsQuerySchema,
     success: [{ status: 200, schema: 'CommandList', description: 'the commands' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/commands/get',
+    operationId: 'getCommand',
+    tag: 'Commands',
+    summary: 'One command by id, retracted or not (addition to the spec)',
+    description: "For following a command's status without knowing its dataset. Another organization's command is 404, like a missing one.",
+    auth: 'commands:read',
+    query: GetCommandQuerySchema,
+    success: [{ status: 200, schema: 'CommandRecord', description: 'the command' }],
     errors: ['not_found'],
   },
   {
