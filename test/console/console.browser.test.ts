@@ -162,7 +162,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     expect((await paneNumbers(alt)).shown).toBeLessThanOrEqual(before.width);
     expect(page.url()).toContain(`channel=${encodeURIComponent(ROLL)}`);
 
-    const windowRequest = page.waitForRequest((r) => r.url().endsWith('/TelemetryService/Query'));
+    const windowRequest = page.waitForRequest((r) => r.url().endsWith('/sortie.telemetry.v1.TelemetryService/Query'));
     const over = await roll.locator('.u-over').boundingBox();
     await page.mouse.move(over!.x + over!.width * 0.4, over!.y + over!.height / 2);
     await page.mouse.down();

@@ -7,7 +7,7 @@ import { FlightView } from './flight-view.ts';
 import { formatIso } from './format.ts';
 import { marksOf, Plot, type PlotWindow } from './plot.ts';
 import { need } from './scopes.ts';
-import { groupChannels, systemIdOf } from './signals.ts';
+import { groupChannels, plottable, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
 
 interface Props {
@@ -108,7 +108,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
 
   const selected = useMemo(() => {
     const byName = new Map((channels ?? []).map((c) => [c.hypertableColName, c]));
-    return location.channels.map((n) => byName.get(n)).filter((c): c is Channel => c !== undefined);
+    return location.channels.map((n) => byName.get(n)).filter((c): c is Channel => c !== undefined && plottable(c));
   }, [channels, location.channels]);
   const groups = useMemo(() => groupChannels(channels ?? [], filter), [channels, filter]);
   const marks = useMemo(() => marksOf(events, commands), [events, commands]);
@@ -163,12 +163,12 @@ function DatasetView(props: DatasetProps): VNode<any> {
                       type: 'checkbox',
                       'data-channel': c.hypertableColName,
                       checked: location.channels.includes(c.hypertableColName),
-                      disabled: telemetryNeed.disabled,
+                      disabled: telemetryNeed.disabled || !plottable(c),
                       onChange: (e: Event) => toggle(c.hypertableColName, (e.target as HTMLInputElement).checked),
                     }),
                     ` ${g.message ? c.name.slice(`mavlink.${g.message}.`.length) : c.name}`,
                   ]),
-                  h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}`),
+                  h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`),
                 ]),
               ),
             ),

@@ -4,6 +4,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/ho
 import uPlot from 'uplot';
 import { timestampSeconds, type ConsoleApi, type QuerySeries } from './api.ts';
 import { formatUtc } from './format.ts';
+import { queryChannelId } from './signals.ts';
 
 export interface PlotWindow {
   from: number;
@@ -85,7 +86,7 @@ export function Plot(props: PlotProps): VNode<any> {
       .query({
         experimentId: props.experimentId,
         datasetId: props.datasetId,
-        channelIds: props.channels.map((c) => c.hypertableColName),
+        channelIds: props.channels.map(queryChannelId),
         window: props.window,
         maxPointsPerChannel: plotWidth(container.current),
       })

@@ -33,3 +33,19 @@ export function systemIdOf(datasetName: string): number | undefined {
   const match = /-sys(\d+)$/.exec(datasetName);
   return match ? Number(match[1]) : undefined;
 }
+
+// Query reads numbers (and booleans as 0/1); these labels hold text, bytes, flag sets or nothing.
+const NOT_PLOTTABLE = new Set(['string', 'bytes', 'bit_field', 'empty']);
+
+/** Whether Query can read the channel (a text or bytes channel is listed, exported, but not plotted). */
+export function plottable(channel: Channel): boolean {
+  return !NOT_PLOTTABLE.has(channel.dataType);
+}
+
+/**
+ * The channel's address in a Query: a wide channel by the N of its `ch_N` column (Query's channel_ids
+ * are indexes there), a MAVLink signal by its name.
+ */
+export function queryChannelId(channel: Channel): string {
+  return /^ch_(\d+)$/.exec(channel.hypertableColName)?.[1] ?? channel.hypertableColName;
+}

@@ -41,8 +41,9 @@ export function formatLocation(location: ConsoleLocation): string {
   if (location.datasetId) params.set('dataset', location.datasetId);
   for (const channel of location.channels) params.append('channel', channel);
   if (location.from !== undefined && location.to !== undefined) {
-    params.set('from', new Date(location.from * 1000).toISOString());
-    params.set('to', new Date(location.to * 1000).toISOString());
+    // Whole milliseconds, rounded as the Query and export requests round them, so a shared link asks for the same window.
+    params.set('from', new Date(Math.round(location.from * 1000)).toISOString());
+    params.set('to', new Date(Math.round(location.to * 1000)).toISOString());
   }
   const text = params.toString();
   return text ? `?${text}` : '';
