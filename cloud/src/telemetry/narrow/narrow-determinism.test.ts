@@ -179,3 +179,29 @@ describe('one session per real boot', () => {
     expect(roll!.samples[0]!.t).toBe(roll!.samples[1]!.t);
   });
 });
+
+describe('the same on PGlite (embedded: text parameters, no binary arrays)', () => {
+  let saved: { t: TestService; org: TestOrg; experimentId: string };
+  beforeAll(async () => {
+    saved = { t, org, experimentId };
+    t = await startTestService({ embedded: true });
+    org = await t.createOrg();
+    experimentId = (await t.call('POST', '/api/experiments/create', { key: org.key, body: { name: 'determinism' } })).body.id;
+  });
+  afterAll(async () => {
+    await t?.stop();
+    ({ t, org, experimentId } = saved);
+  });
+
+  it('PX4-like stream with a reboot', { timeout: 240_000 }, async () => {
+    const stream = px4LikeStream();
+    const points = fixturePoints(stream.frames);
+    const reference = await snapshot(await upload(points, [{ from: 0, to: points.length, restart: false }]));
+    await fc.assert(
+      fc.asyncProperty(plans(points.length, [stream.rebootAt]), async (steps) => {
+        expect(await snapshot(await upload(points, steps))).toBe(reference);
+      }),
+      { numRuns: 6, seed: 14 },
+    );
+  });
+});
