@@ -233,6 +233,27 @@ describe('webhooks and commands', () => {
     const watched = await sortie(['commands', 'watch', created.id, '--timeout', '1']);
     expect([watched.code, watched.stderr]).toEqual([1, expect.stringContaining('still logged after 1 s')]);
   });
+
+  it('watch reads the command by id: commands:read is enough, with no dataset search', async () => {
+    const created = JSON.parse((await sortie(['commands', 'create', datasetId, 'YAW', '--json'])).stdout);
+    // Without datasets:read the experiment list is refused, so a search across datasets could not run.
+    const commandsOnly = (await org.keyWith(['commands:read'])).apiKey;
+    expect((await sortie(['experiments'], { key: commandsOnly })).code).toBe(4);
+    const watched = await sortie(['commands', 'watch', created.id, '--json', '--timeout', '1'], { key: commandsOnly });
+    expect([watched.code, JSON.parse(watched.stdout)]).toEqual([1, expect.objectContaining({ id: created.id, status: 'logged' })]);
+  });
+
+  it("watch of a missing id or another organization's command is the service's 404 (exit 1); a malformed id is never sent (exit 2)", async () => {
+    const mine = JSON.parse((await sortie(['commands', 'create', datasetId, 'SPIN', '--json'])).stdout);
+    const stranger = await f.t.createOrg('cli stranger');
+    const crossed = await sortie(['commands', 'watch', mine.id, '--timeout', '1'], { key: stranger.key });
+    expect([crossed.code, crossed.stderr]).toEqual([1, expect.stringContaining(`404 not_found: no command ${mine.id}`)]);
+    const missing = crypto.randomUUID();
+    const gone = await sortie(['commands', 'watch', missing, '--timeout', '1']);
+    expect([gone.code, gone.stderr]).toEqual([1, expect.stringContaining(`404 not_found: no command ${missing}`)]);
+    const malformed = await sortie(['commands', 'watch', 'not-a-uuid']);
+    expect([malformed.code, malformed.stderr]).toEqual([2, expect.stringContaining('commandId')]);
+  });
 });
 
 describe('export', () => {

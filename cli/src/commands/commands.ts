@@ -1,5 +1,4 @@
 import type { CommandRecord } from '@sortie/contracts';
-import { SortieApiError } from '@sortie/client';
 import type { CommandSpec, Context } from '../context.ts';
 import { integerValue, locateDataset, stringValue } from '../context.ts';
 import { CliError, EXIT } from '../exit-codes.ts';
@@ -32,19 +31,6 @@ function commandFields(c: CommandRecord): Record<string, unknown> {
     deliveryAttempts: c.deliveryAttempts,
     ...(c.retractedAt && { retractedAt: c.retractedAt }),
   };
-}
-
-/** A command by id alone: the API lists commands per dataset, so every dataset is asked until it is found. */
-async function findCommand(ctx: Context, commandId: string, datasetId?: string): Promise<CommandRecord> {
-  const experiments = await ctx.client.experiments.list();
-  for (const experiment of experiments) {
-    for (const dataset of experiment.datasets) {
-      if (datasetId !== undefined && dataset.id !== datasetId) continue;
-      const found = (await ctx.client.commands.list({ experimentId: experiment.id, datasetId: dataset.id })).find((c) => c.id === commandId);
-      if (found) return found;
-    }
-  }
-  throw new SortieApiError({ status: 404, code: 'not_found', message: `no command ${commandId} in this key's organization` });
 }
 
 const FINAL = new Set(['acked', 'nacked', 'timed_out']);
@@ -160,16 +146,15 @@ export const COMMANDS_GROUP: CommandSpec[] = [
   {
     words: ['commands', 'watch'],
     usage: '<commandId>',
-    summary: "follow a command's status until acked, nacked or timed out (--interval SECONDS, 1; --timeout SECONDS; --dataset ID finds it faster)",
-    options: { interval: { type: 'string' }, timeout: { type: 'string' }, dataset: { type: 'string' } },
+    summary: "follow a command's status until acked, nacked or timed out (--interval SECONDS, 1; --timeout SECONDS)",
+    options: { interval: { type: 'string' }, timeout: { type: 'string' } },
     required: 1,
     async run(ctx) {
       const commandId = ctx.args[0]!;
       const intervalMs = (integerValue(ctx.values, 'interval', { min: 1, max: 3600 }) ?? 1) * 1000;
       const timeout = integerValue(ctx.values, 'timeout', { min: 1, max: 1_000_000 });
       const giveUpAt = timeout === undefined ? Infinity : Date.now() + timeout * 1000;
-      const first = await findCommand(ctx, commandId, stringValue(ctx.values, 'dataset'));
-      let command = first;
+      let command = await ctx.client.commands.get({ commandId });
       let shown = '';
       for (;;) {
         const line = `${command.status}${command.statusDetail ? `: ${command.statusDetail}` : ''}`;
@@ -183,8 +168,7 @@ export const COMMANDS_GROUP: CommandSpec[] = [
           throw new CliError(`still ${command.status} after ${timeout} s`, EXIT.failed);
         }
         await new Promise((resolve) => setTimeout(resolve, intervalMs));
-        const list = await ctx.client.commands.list({ experimentId: first.experimentId, datasetId: first.datasetId });
-        command = list.find((c) => c.id === commandId) ?? command;
+        command = await ctx.client.commands.get({ commandId });
       }
       if (ctx.json) ctx.out(json(command));
       else if (command.status === 'acked') ctx.out(record({ vehicleTime: command.vehicleTime, ackedAt: command.ackedAt, payload: command.ackPayload }));
