@@ -16,17 +16,19 @@ function shape(text: string): string {
   return text.replace(/\s+/g, ' ').trim().slice(0, 120);
 }
 
+// Counted by the text itself (one map lookup per statement); shaped only when written out.
 const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   const first = args[0];
   const text = typeof first === 'string' ? first : typeof (first as { text?: unknown })?.text === 'string' ? (first as { text: string }).text : '(other)';
-  const key = shape(text);
-  counts.set(key, (counts.get(key) ?? 0) + 1);
+  counts.set(text, (counts.get(text) ?? 0) + 1);
   return query.apply(this, args);
 } as typeof pg.Client.prototype.query;
 
 if (file) {
   process.on('SIGUSR2', () => {
-    writeFileSync(file, JSON.stringify({ at: Date.now(), counts: Object.fromEntries(counts) }));
+    const shaped: Record<string, number> = {};
+    for (const [text, n] of counts) shaped[shape(text)] = (shaped[shape(text)] ?? 0) + n;
+    writeFileSync(file, JSON.stringify({ at: Date.now(), counts: shaped }));
   });
 }

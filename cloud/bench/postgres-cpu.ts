@@ -81,7 +81,7 @@ export class PostgresCpuMeter {
   #allAtStart = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(database: string, intervalMs = 200) {
+  constructor(database: string, intervalMs = 500) {
     this.#database = database;
     this.#intervalMs = intervalMs;
   }

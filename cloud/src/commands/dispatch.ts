@@ -7,6 +7,7 @@ import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { CommandRow, WebhookEndpointRow } from '../db/schema.ts';
 import { runHot } from './prepared.ts';
+import { noteDeadline } from './sweeper.ts';
 import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './row-columns.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
@@ -52,6 +53,7 @@ type DispatchRow = { job_id: string; n: number; a_expires_at: Date | null } & Pr
 export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchResponse> {
   const outcome = (await dispatchInOneStatement(ctx, organizationId, body)) ?? (await dispatchExplained(ctx, organizationId, body));
   ctx.outbox.committed(outcome.jobs, outcome.inline);
+  noteDeadline(ctx, new Date(outcome.response.ackDeadline));
   return outcome.response;
 }
 

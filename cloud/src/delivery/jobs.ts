@@ -278,7 +278,8 @@ export async function recordAttempts(db: Executor | HotTarget, attempts: readonl
       consecutive_failures = case when u.reset then u.add else e.consecutive_failures + u.add end
     from unnest(${[...endpoints.keys()]}::uuid[], ${[...endpoints.values()].map((e) => e.reset)}::bool[], ${[...endpoints.values()].map((e) => e.add)}::int[])
       as u(id, reset, add)
-    where e.id = u.id
+    -- A success on an endpoint with no failures changes nothing: the row is not rewritten.
+    where e.id = u.id and not (u.reset and u.add = 0 and e.consecutive_failures = 0)
     returning e.id, e.consecutive_failures, e.disabled_at is not null as disabled
   `);
   const byEndpoint = new Map(rows.map((r) => [r.id, { consecutiveFailures: r.consecutive_failures, disabled: r.disabled }]));
