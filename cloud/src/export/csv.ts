@@ -6,7 +6,7 @@ import { csvCell, csvText, rfc3339Micros } from './format.ts';
  * The CSV of raw rows, a page at a time: `time,time_unix_us,<channel names…>`, then one line per stored
  * row. A narrow (MAVLink) dataset's frames at one aligned instant share a line; a signal with two
  * samples at one instant takes a second line, so every column holds exactly the samples Query returns
- * for it, in its order.
+ * for it, in its order. Text cells are RFC 4180 strings, bytes base64 (format.ts).
  */
 export async function* csvBytes(source: RawRows): AsyncGenerator<Uint8Array> {
   const encoder = new TextEncoder();
@@ -30,11 +30,13 @@ export async function* csvBytes(source: RawRows): AsyncGenerator<Uint8Array> {
       }
       place(lines, record, width);
     }
-    // A page ends on a whole instant (pages never split one), so its lines can go now.
-    flush(out);
-    instant = undefined;
-    yield encoder.encode(out.join(''));
+    // The last instant of a page may go on in the next one (MAVLink frames are paged one by one): its
+    // lines wait for the next page.
+    if (out.length > 0) yield encoder.encode(out.join(''));
   }
+  const rest: string[] = [];
+  flush(rest);
+  if (rest.length > 0) yield encoder.encode(rest.join(''));
 }
 
 /**

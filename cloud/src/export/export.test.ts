@@ -2,12 +2,16 @@ import { createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { McapIndexedReader, McapStreamReader, type TypedMcapRecord } from '@mcap/core';
 import { TelemetryService, type QueryResponse } from '@sortie/contracts';
+import { crcExtraOf, parseSignalName } from '@sortie/contracts/mavlink';
+import { buildFrame } from '@sortie/contracts/testing';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireDataset } from '../datasets/queries.ts';
 import { wideTableName } from '../datasets/wide-table.ts';
-import { openRawRows } from '../telemetry/raw-rows.ts';
-import { fixtureFrames, fixturePoints } from '../telemetry/narrow/fixture-frames.ts';
+import { openMavlinkMessages, openRawRows } from '../telemetry/raw-rows.ts';
+import { fixtureFrames, fixturePoints, framePoint, type PointInit } from '../telemetry/narrow/fixture-frames.ts';
+import { signalInfo } from '../telemetry/narrow/signal-info.ts';
+import { readStoredSamples } from '../telemetry/narrow/stored-samples.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 
@@ -15,6 +19,8 @@ import { startTestService, type TestOrg, type TestService } from '../testing/tes
  * GET /api/datasets/export against the real service on PostgreSQL: CSV equal to Query row for row (Query
  * asked for more points than there are, so it answers raw samples), MCAP read back with @mcap/core's
  * readers (message counts per channel and values equal to Query), wide and MAVLink datasets, paging.
+ * MAVLink datasets are real captures (../shared/fixtures/mavlink): MCAP messages are compared with every
+ * stored frame (text, arrays, unknown ids' payloads, v1 frames' absent extensions), CSV with text cells.
  */
 let t: TestService;
 let org: TestOrg;
@@ -22,6 +28,12 @@ let client: Client<typeof TelemetryService>;
 let experimentId: string;
 let wideId: string;
 let narrowId: string;
+/** The PX4 capture: v1 and v2 frames, and two message ids outside the dialect. */
+let px4Id: string;
+/** ArduPlane in SITL, 207 s of MAVLink v1 with GPS time: text (PARAM_VALUE, STATUSTEXT) and arrays. */
+let sitlId: string;
+/** A few hand-made STATUSTEXT frames whose text needs RFC 4180 quoting. */
+let textId: string;
 
 const T0_MS = Date.UTC(2026, 3, 1, 12, 0, 0);
 const WIDE_ROWS = 25_000;
@@ -152,13 +164,91 @@ beforeAll(async () => {
     body: { experimentId, datasetName: 'drone', storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' },
   });
   narrowId = narrow.body.datasetId;
-  const points = fixturePoints(fixtureFrames('ardupilot-v2.mavlink'));
+  await submitFrames(narrowId, fixturePoints(fixtureFrames('ardupilot-v2.mavlink')));
+  px4Id = (await registerNarrow('px4')).datasetId;
+  await submitFrames(px4Id, fixturePoints(fixtureFrames('px4-mixed-v1v2-junk.bin')));
+  sitlId = (await registerNarrow('sitl')).datasetId;
+  await submitFrames(sitlId, fixturePoints(fixtureFrames('arduplane-sitl-vtol.tlog')));
+  textId = (await registerNarrow('status texts')).datasetId;
+  await submitFrames(textId, STATUS_TEXTS.map((text, i) => framePoint(statusText(i + 1, text), T0_MS * 1000 + i * 250_000, i + 1)));
+}, 120_000);
+
+async function registerNarrow(datasetName: string): Promise<{ datasetId: string }> {
+  const registered = await t.call('POST', '/api/streams/register', {
+    key: org.key,
+    body: { experimentId, datasetName, storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' },
+  });
+  return registered.body;
+}
+
+async function submitFrames(datasetId: string, points: PointInit[]): Promise<void> {
   async function* messages() {
-    yield { message: { case: 'header' as const, value: { experimentId, datasetId: narrowId, format: 'mavlink-raw-v1' } } };
+    yield { message: { case: 'header' as const, value: { experimentId, datasetId, format: 'mavlink-raw-v1' } } };
     for (let i = 0; i < points.length; i += 500) yield { message: { case: 'batch' as const, value: { points: points.slice(i, i + 500) } } };
   }
   await client.streamSubmit(messages(), { headers: { 'x-api-key': org.key } });
-}, 120_000);
+}
+
+/** Texts a CSV must quote (a comma, a doubled quote, a leading space), and one it need not. */
+const STATUS_TEXTS = ['arming, "checks" passed', ' leading space', 'plain', 'Ünïcode: 100°'];
+
+/** STATUSTEXT (253): severity uint8, text char[50] as Latin-1 (MAVLink text is bytes; Sortie reads them as Latin-1). */
+function statusText(severity: number, text: string): Uint8Array {
+  const payload = new Uint8Array(51);
+  payload[0] = severity;
+  payload.set(Buffer.from(text, 'latin1'), 1);
+  return buildFrame({ msgid: 253, payload, crcExtra: crcExtraOf(253)!, seq: severity });
+}
+
+/**
+ * Every stored frame of a narrow dataset as the MCAP message it should be: per message type, the frames'
+ * JSON objects (numeric arrays as arrays, NaN as null, bytes as base64), independent of the export's SQL.
+ */
+async function storedMessages(datasetId: string): Promise<Map<string, Record<string, unknown>[]>> {
+  const frames = new Map<number, { message: string; data: Record<string, unknown> }>();
+  for (const sample of await readStoredSamples(t.service.ctx.db, datasetId)) {
+    const parsed = parseSignalName(sample.signal)!;
+    const frame = frames.get(sample.frameSeq) ?? { message: parsed.message, data: {} };
+    frames.set(sample.frameSeq, frame);
+    let value: unknown = sample.value;
+    const info = signalInfo(sample.signal)!;
+    if (info.kind === 'bytes') value = Buffer.from(String(value).slice(2), 'hex').toString('base64');
+    else if ((info.dataType === 'float' || info.dataType === 'double') && typeof value === 'string') value = null; // NaN, ±Infinity
+    if (parsed.index === undefined) frame.data[parsed.field] = value;
+    else ((frame.data[parsed.field] ??= []) as unknown[])[parsed.index] = value;
+  }
+  const out = new Map<string, Record<string, unknown>[]>();
+  for (const { message, data } of frames.values()) out.set(message, [...(out.get(message) ?? []), data]);
+  return out;
+}
+
+/** Order-free comparison of two lists of messages: each as canonical JSON (sorted keys), sorted. */
+function canonical(list: readonly Record<string, unknown>[]): string[] {
+  const sortKeys = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sortKeys) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)])) : v;
+  return list.map((m) => JSON.stringify(sortKeys(m))).sort();
+}
+
+/**
+ * The JSON Schema subset Foxglove reads (packages/mcap-support parseJsonSchema): an object whose every
+ * property has exactly one `type` of boolean, string (contentEncoding absent or base64), number,
+ * integer, object (recursively) or array of one such item type; `anyOf`, type lists and null are
+ * refused there, and Foxglove would not open the channel.
+ */
+function foxgloveProblems(schema: Record<string, unknown>, path = 'schema'): string[] {
+  if (schema.type !== 'object') return [`${path}: type is ${JSON.stringify(schema.type)}, not "object"`];
+  const problems: string[] = [];
+  for (const [name, field] of Object.entries(schema.properties as Record<string, Record<string, unknown>>)) {
+    const at = `${path}.${name}`;
+    if (field.type === 'object') problems.push(...foxgloveProblems(field, at));
+    else if (field.type === 'array') {
+      const items = field.items as Record<string, unknown> | undefined;
+      if (!items || !['boolean', 'string', 'number', 'integer'].includes(items.type as string) || items.contentEncoding !== undefined) problems.push(`${at}: items ${JSON.stringify(items)}`);
+    } else if (!['boolean', 'string', 'number', 'integer'].includes(field.type as string)) problems.push(`${at}: type ${JSON.stringify(field.type)}`);
+    else if (field.contentEncoding !== undefined && (field.type !== 'string' || field.contentEncoding !== 'base64')) problems.push(`${at}: contentEncoding ${JSON.stringify(field.contentEncoding)}`);
+  }
+  return problems;
+}
 afterAll(() => t?.stop());
 
 describe('CSV', () => {
@@ -194,8 +284,9 @@ describe('CSV', () => {
     expect(answer.series[0]!.rawPoints).toBe(BigInt(columnPairs(csv, 'alt').length));
   });
 
-  it('a MAVLink dataset on aligned time: every numeric signal column equal to Query', async () => {
+  it('a MAVLink dataset on aligned time: every signal, numeric columns equal to Query, text and raw bytes as they are stored', async () => {
     const channels = await t.call('GET', `/api/datasets/channels?datasetId=${narrowId}&experimentId=${experimentId}`, { key: org.key });
+    const all = (channels.body as { hypertableColName: string; dataType: string }[]).map((c) => c.hypertableColName);
     const numeric = (channels.body as { hypertableColName: string; dataType: string }[]).filter((c) => c.dataType !== 'string' && c.dataType !== 'bytes').map((c) => c.hypertableColName);
     const chosen = ['mavlink.ATTITUDE.roll', 'mavlink.VFR_HUD.alt', 'mavlink.GLOBAL_POSITION_INT.lat', 'mavlink.SYS_STATUS.voltage_battery'].filter((n) => numeric.includes(n));
     expect(chosen.length).toBeGreaterThanOrEqual(3);
@@ -210,42 +301,136 @@ describe('CSV', () => {
     const times = csv.rows.map((r) => Number(r[1]));
     expect(times).toEqual([...times].sort((a, b) => a - b));
 
-    // Every channel (none named): all of the dataset's numeric signals (what Query reads), each equal to Query.
-    const all = await csvOf(`datasetId=${narrowId}&format=csv`);
-    expect(all.header.slice(2).sort()).toEqual([...numeric].sort());
-    const sample = numeric.slice(0, 40);
-    const every = await query(narrowId, sample);
-    sample.forEach((name, i) => expect(columnPairs(all, name), name).toEqual(pairs(every.series[i]!)));
+    // Every channel (none named): all of the dataset's signals, text ones included; numeric ones equal to Query.
+    const every = await csvOf(`datasetId=${narrowId}&format=csv`);
+    expect(every.header.slice(2)).toEqual([...all].sort());
+    expect(all.length).toBeGreaterThan(numeric.length);
+    for (let i = 0; i < numeric.length; i += 200) {
+      const names = numeric.slice(i, i + 200);
+      const series = await query(narrowId, names);
+      names.forEach((name, k) => expect(columnPairs(every, name, (cell) => (cell === 'NaN' ? NaN : Number(cell))), name).toEqual(pairs(series.series[k]!)));
+    }
+    // A text column holds each stored text, once per frame that carried it.
+    const stored = await readStoredSamples(t.service.ctx.db, narrowId);
+    const texts = all.filter((n) => signalInfo(n)?.kind === 'text');
+    expect(texts.length).toBeGreaterThan(0);
+    for (const name of texts) {
+      const index = every.header.indexOf(name);
+      const cells = every.rows.map((r) => r[index]!).filter((c) => c !== '');
+      expect(cells.sort(), name).toEqual(stored.filter((x) => x.signal === name && x.value !== '').map((x) => String(x.value)).sort());
+    }
+  });
+
+  it('a MAVLink text signal: RFC 4180 strings (quoted where needed, quotes doubled) on the frames\' aligned times, beside numeric signals equal to Query', async () => {
+    const response = await download(`datasetId=${textId}&format=csv&channel=mavlink.STATUSTEXT.text&channel=mavlink.STATUSTEXT.severity`);
+    const body = await response.text();
+    expect(body).toContain(',"arming, ""checks"" passed",');
+    expect(body).toContain(',"' + ' leading space",');
+    expect(body).toContain(',plain,');
+    const csv = await csvOf(`datasetId=${textId}&format=csv&channel=mavlink.STATUSTEXT.text&channel=mavlink.STATUSTEXT.severity`);
+    expect(csv.header).toEqual(['time', 'time_unix_us', 'mavlink.STATUSTEXT.text', 'mavlink.STATUSTEXT.severity']);
+    expect(csv.rows.map((r) => r[2])).toEqual(STATUS_TEXTS);
+    const answer = await query(textId, ['mavlink.STATUSTEXT.severity']);
+    expect(columnPairs(csv, 'mavlink.STATUSTEXT.severity')).toEqual(pairs(answer.series[0]!));
+    expect(csv.rows.map((r) => Number(r[1]))).toEqual(STATUS_TEXTS.map((_, i) => T0_MS * 1000 + i * 250_000));
+  });
+
+  it('a MAVLink message id outside the dialect: its raw payload as base64', async () => {
+    const stored = (await readStoredSamples(t.service.ctx.db, px4Id)).filter((x) => x.signal.endsWith('.raw'));
+    expect(stored.length).toBeGreaterThan(0);
+    const name = stored[0]!.signal;
+    const csv = await csvOf(`datasetId=${px4Id}&format=csv&channel=${name}`);
+    expect(csv.rows.map((r) => r[2])).toEqual(stored.filter((x) => x.signal === name).map((x) => Buffer.from(String(x.value).slice(2), 'hex').toString('base64')));
   });
 });
 
 describe('MCAP', () => {
-  it('a MAVLink dataset: one channel per message type, message counts and values equal to Query, indexed and streamed reads agree', async () => {
-    const { bytes, records } = await mcapRecords(`datasetId=${narrowId}&format=mcap`);
-    const byTopic = messagesByTopic(records);
-    const channels = (await t.call('GET', `/api/datasets/channels?datasetId=${narrowId}`, { key: org.key })).body as { hypertableColName: string; dataType: string }[];
-    const messages = new Set(channels.filter((c) => c.dataType !== 'string' && c.dataType !== 'bytes').map((c) => c.hypertableColName.split('.')[1]));
-    expect(new Set([...byTopic.keys()].filter((k) => k.startsWith('/mavlink/')).map((k) => k.slice('/mavlink/'.length)))).toEqual(messages);
-    for (const name of ['mavlink.ATTITUDE.roll', 'mavlink.VFR_HUD.alt', 'mavlink.GLOBAL_POSITION_INT.lat']) {
-      const [, message, field] = name.split('.');
-      const answer = await query(narrowId, [name]);
-      const list = byTopic.get(`/mavlink/${message}`)!;
-      // One MCAP message per frame of that type (each carries the field); its values at their log times are Query's samples.
-      expect(list.length, name).toBe(Number(answer.series[0]!.rawPoints));
-      expect(list.map((m) => [m.t, m.data[field!]]), name).toEqual(pairs(answer.series[0]!));
-    }
-    const schema = records.find((r) => r.type === 'Schema' && r.name === 'mavlink.ATTITUDE');
-    expect(schema && schema.type === 'Schema' && schema.encoding).toBe('jsonschema');
+  /** What each real capture holds, so each kind of field is shown to arrive whole. */
+  const CAPTURE_HAS = {
+    'ardupilot-v2.mavlink': { texts: true, arrays: false, unknown: false },
+    'px4-mixed-v1v2-junk.bin': { texts: false, arrays: true, unknown: true },
+    'arduplane-sitl-vtol.tlog': { texts: true, arrays: true, unknown: false },
+  };
+  for (const [capture, id] of [['ardupilot-v2.mavlink', () => narrowId], ['px4-mixed-v1v2-junk.bin', () => px4Id], ['arduplane-sitl-vtol.tlog', () => sitlId]] as const) {
+    it(`a MAVLink capture (${capture}): one channel per message type, one message per stored frame with every field, numbers equal to Query`, async () => {
+      const datasetId = id();
+      const { bytes, records } = await mcapRecords(`datasetId=${datasetId}&format=mcap`);
+      const byTopic = messagesByTopic(records);
+      const stored = await storedMessages(datasetId);
+      // The channels are the stored message types; each holds exactly the stored frames of its type, field for field.
+      expect(new Set([...byTopic.keys()].filter((k) => k.startsWith('/mavlink/')))).toEqual(new Set([...stored.keys()].map((m) => `/mavlink/${m}`)));
+      for (const [message, frames] of stored) {
+        const list = byTopic.get(`/mavlink/${message}`)!;
+        expect(list.length, message).toBe(frames.length);
+        expect(canonical(list.map((m) => m.data)), message).toEqual(canonical(frames));
+      }
+      // Text, arrays (ardupilot) and raw payloads (PX4's unknown ids) are among them.
+      const values = [...byTopic.values()].flat().flatMap((m) => Object.values(m.data));
+      const texts = [...byTopic].some(([topic, list]) =>
+        list.some((m) => Object.entries(m.data).some(([field, v]) => typeof v === 'string' && v !== '' && signalInfo(`mavlink.${topic.slice('/mavlink/'.length)}.${field}`)?.kind === 'text')),
+      );
+      const arrays = values.some((v) => Array.isArray(v));
+      const unknown = [...stored.keys()].some((m) => m.startsWith('UNKNOWN_'));
+      expect({ texts, arrays, unknown }).toEqual(CAPTURE_HAS[capture]);
+      // Log times: every numeric field's values at their log times are Query's raw samples (aligned time).
+      const channels = (await t.call('GET', `/api/datasets/channels?datasetId=${datasetId}`, { key: org.key })).body as { hypertableColName: string; dataType: string }[];
+      const numeric = channels.filter((c) => c.dataType !== 'string' && c.dataType !== 'bytes').map((c) => c.hypertableColName);
+      for (let i = 0; i < numeric.length; i += 200) {
+        const names = numeric.slice(i, i + 200);
+        const answer = await query(datasetId, names);
+        names.forEach((name, k) => {
+          const parsed = parseSignalName(name)!;
+          const read = (data: Record<string, unknown>) => (parsed.index === undefined ? data[parsed.field] : (data[parsed.field] as unknown[] | undefined)?.[parsed.index]);
+          const got = byTopic.get(`/mavlink/${parsed.message}`)!.filter((m) => read(m.data) !== undefined).map((m) => [m.t, read(m.data) ?? NaN]);
+          expect(got, name).toEqual(pairs(answer.series[k]!).map(([t, v]) => [t, Number.isFinite(v) ? v : NaN]));
+        });
+      }
+      // One time order across channels, as the file's messages come.
+      const times = records.filter((r) => r.type === 'Message').map((r) => (r.type === 'Message' ? r.logTime : 0n));
+      expect(times).toEqual([...times].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      // Every schema is one Foxglove reads, and names every field its messages carry, with that field's JSON type.
+      const schemas = records.filter((r) => r.type === 'Schema');
+      expect(schemas.every((r) => r.type === 'Schema' && r.encoding === 'jsonschema')).toBe(true);
+      for (const r of schemas) {
+        if (r.type !== 'Schema') continue;
+        const schema = JSON.parse(new TextDecoder().decode(r.data)) as { properties: Record<string, { type: string; items?: { type: string } }> };
+        expect(foxgloveProblems(schema), r.name).toEqual([]);
+        if (!r.name.startsWith('mavlink.')) continue;
+        for (const m of byTopic.get(`/mavlink/${r.name.slice('mavlink.'.length)}`)!) {
+          for (const [field, value] of Object.entries(m.data)) {
+            const property = schema.properties[field];
+            expect(property, `${r.name}.${field}`).toBeDefined();
+            const type = Array.isArray(value) ? 'array' : typeof value === 'string' ? 'string' : 'number';
+            if (value !== null) expect(property!.type === 'integer' ? 'number' : property!.type, `${r.name}.${field}`).toBe(type);
+          }
+        }
+      }
 
-    // The summary (what Foxglove seeks by) counts the same messages the stream holds.
-    const indexed = await McapIndexedReader.Initialize({
-      readable: { size: async () => BigInt(bytes.byteLength), read: async (offset, size) => bytes.subarray(Number(offset), Number(offset + size)) },
-    });
-    let total = 0;
-    for await (const _ of indexed.readMessages()) total++;
-    const streamed = [...byTopic.values()].reduce((n, l) => n + l.length, 0);
-    expect(total).toBe(streamed);
-    expect(indexed.statistics?.messageCount).toBe(BigInt(streamed));
+      // The summary (what Foxglove seeks by) counts the same messages the stream holds.
+      const indexed = await McapIndexedReader.Initialize({
+        readable: { size: async () => BigInt(bytes.byteLength), read: async (offset, size) => bytes.subarray(Number(offset), Number(offset + size)) },
+      });
+      let total = 0;
+      for await (const _ of indexed.readMessages()) total++;
+      const streamed = [...byTopic.values()].reduce((n, l) => n + l.length, 0);
+      expect(total).toBe(streamed);
+      expect(indexed.statistics?.messageCount).toBe(BigInt(streamed));
+    }, 60_000);
+  }
+
+  it('named MAVLink signals choose the message types and their fields; a window cuts on aligned time', async () => {
+    const roll = await query(narrowId, ['mavlink.ATTITUDE.roll']);
+    const all = pairs(roll.series[0]!);
+    const [from, to] = [all[10]![0]!, all[all.length - 10]![0]!];
+    const iso = (us: number) => new Date(Math.floor(us / 1000)).toISOString().replace('Z', `${String(us % 1000).padStart(3, '0')}Z`);
+    const { records } = await mcapRecords(`datasetId=${narrowId}&format=mcap&channel=mavlink.ATTITUDE.roll&channel=mavlink.ATTITUDE.pitch&start=${iso(from)}&end=${iso(to)}`);
+    const byTopic = messagesByTopic(records);
+    expect([...byTopic.keys()].filter((k) => k !== '/events')).toEqual(['/mavlink/ATTITUDE']);
+    const list = byTopic.get('/mavlink/ATTITUDE')!;
+    expect(list.map((m) => Object.keys(m.data))).toEqual(list.map(() => ['roll', 'pitch']));
+    expect(list.map((m) => [m.t, m.data.roll])).toEqual(all.filter(([t]) => t! >= from && t! < to));
+    const metadata = records.find((r) => r.type === 'Metadata');
+    expect(metadata?.type === 'Metadata' && metadata.metadata.get('mavlinkSystemId')).toMatch(/^\d+$/);
   });
 
   it('a wide dataset: one /rows channel with null for missing values, and events as foxglove.Log', async () => {
@@ -264,14 +449,13 @@ describe('MCAP', () => {
 describe('pages', () => {
   it('small pages cross many windows (narrow, halving where Query would downsample) and keyset pages (wide), reading exactly what one page reads', async () => {
     const { db } = t.service.ctx;
-    const now = new Date();
     // One signal in pages of 20: windows sized from the average rate overflow where it is denser, and halve.
-    const cases = [[narrowId, 200, []], [narrowId, 20, ['mavlink.ATTITUDE.roll']], [wideId, 7, []]] as const;
+    const cases = [[narrowId, 200, []], [narrowId, 10, ['mavlink.ATTITUDE.roll']], [wideId, 7, []]] as const;
     for (const [id, pageValues, channels] of cases) {
       const dataset = await requireDataset(db, org.organizationId, id);
       const request = { channels, from: undefined, to: undefined };
       const read = async (values: number | undefined) => {
-        const source = await openRawRows(db, org.organizationId, dataset, { ...request, ...(values && { pageValues: values }) }, now);
+        const source = await openRawRows(db, dataset, { ...request, ...(values && { pageValues: values }) });
         const pages = [];
         for await (const page of source.pages()) pages.push(page);
         return pages;
@@ -283,6 +467,20 @@ describe('pages', () => {
       expect(paged.length, id).toBeGreaterThan(id === wideId ? 10_000 : 10);
       expect(paged.flat(), id).toEqual(whole.flat());
     }
+    // Whole MAVLink messages (MCAP): each table in keyset pages of a few rows, merged in one time order.
+    const dataset = await requireDataset(db, org.organizationId, narrowId);
+    const frames = async (pageValues: number | undefined) => {
+      const source = await openMavlinkMessages(db, dataset, { channels: [], from: undefined, to: undefined, ...(pageValues && { pageValues }) });
+      const pages = [];
+      for await (const page of source.pages()) pages.push(page);
+      return pages;
+    };
+    const whole = await frames(undefined);
+    const paged = await frames(40);
+    expect(whole.length).toBe(1);
+    expect(paged.length).toBeGreaterThan(100);
+    expect(paged.flat()).toEqual(whole.flat());
+    expect(new Set(whole.flat().map((f) => f.seq)).size).toBe(fixtureFrames('ardupilot-v2.mavlink').length);
   }, 120_000);
 });
 

@@ -7,17 +7,20 @@ export function rfc3339Micros(us: number): string {
   return `${new Date(ms).toISOString().slice(0, -1)}${String(micros).padStart(3, '0')}Z`;
 }
 
-/** Bytes as `0x` and lowercase hex: no spreadsheet reads that as a number. */
-export function hex(bytes: Uint8Array): string {
-  return `0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}`;
+/** Bytes as base64, as the MCAP export and JSON carry them (a MAVLink payload of an unknown id is one). */
+export function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
-/** One CSV cell (RFC 4180): quoted when it holds a comma, quote, CR or LF, or starts or ends with a space. */
+/**
+ * One CSV cell (RFC 4180): numbers as JavaScript prints them, text quoted when it holds a comma, quote, CR
+ * or LF, or starts or ends with a space (a quote inside doubled), bytes as base64.
+ */
 export function csvCell(value: RawValue | undefined): string {
   if (value === undefined) return '';
   if (typeof value === 'number') return String(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (value instanceof Uint8Array) return hex(value);
+  if (value instanceof Uint8Array) return csvText(base64(value));
   return csvText(value);
 }
 

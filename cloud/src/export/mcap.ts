@@ -1,6 +1,6 @@
 import { McapWriter, type IWritable } from '@mcap/core';
 import { MCAP_TOPICS } from '@sortie/contracts';
-import type { RawColumn, RawRows, RawValue, RawValueType } from '../telemetry/raw-rows.ts';
+import type { MavlinkMessages, RawRows, RawValue, RawValueType } from '../telemetry/raw-rows.ts';
 
 /** An event on the dataset's time axis (aligned for narrow datasets), for the `/events` channel. */
 export interface ExportEvent {
@@ -11,8 +11,9 @@ export interface ExportEvent {
 
 const JSON_TYPE: Record<RawValueType, Record<string, unknown>> = {
   number: { type: 'number' },
-  // Exact 64-bit integers: a number where it is safe, else its decimal string.
-  integer: { type: ['integer', 'string'] },
+  // Exact 64-bit integers: a number where it is safe, else its decimal string (rare; the schema says integer,
+  // because Foxglove's JSON Schema reader takes one type per field).
+  integer: { type: 'integer' },
   boolean: { type: 'boolean' },
   string: { type: 'string' },
   bytes: { type: 'string', contentEncoding: 'base64' },
@@ -62,49 +63,87 @@ class Collector implements IWritable {
   }
 }
 
+/** One channel of the file: its topic and the JSON Schema of its messages. */
+export interface McapChannelSpec {
+  topic: string;
+  schemaName: string;
+  schema: Record<string, unknown>;
+}
+
+/** A message for `channels[channel]` at `t` µs, its JSON text ready. */
+export interface McapMessage {
+  t: number;
+  channel: number;
+  json: string;
+}
+
+/** What an MCAP export writes: its channels, then pages of messages in time order. */
+export interface McapSource {
+  channels: McapChannelSpec[];
+  pages(): AsyncGenerator<McapMessage[]>;
+}
+
 /**
- * An MCAP file of raw rows, a page at a time (Foxglove opens it). MAVLink (narrow) datasets: one channel
- * `/mavlink/<MESSAGE>` per message type, each message the chosen fields of one frame; wide datasets: one
- * channel `/rows`, each message one row with null where it has no value. JSON messages with a JSON
- * Schema per channel; log and publish time are the sample's time. Events go to `/events` as foxglove.Log,
- * in time order among the rest. Chunked (1 MiB), with the summary and indexes readers seek by.
+ * A wide dataset's rows as one channel `/rows`: each message one row, null where it has no value. The
+ * schema gives each column one type (Foxglove's JSON Schema reader takes no `anyOf` or type lists);
+ * a null in a message is simply a value the plot skips.
+ */
+export function wideMcap(source: RawRows): McapSource {
+  const properties = Object.fromEntries(source.columns.map((c) => [c.name, JSON_TYPE[c.type]]));
+  return {
+    channels: [{ topic: MCAP_TOPICS.rows, schemaName: 'sortie.Row', schema: { title: 'sortie.Row', type: 'object', properties } }],
+    async *pages() {
+      for await (const page of source.pages()) {
+        yield page.map((record) => {
+          const row: Record<string, unknown> = {};
+          source.columns.forEach((column, i) => {
+            const value = record.values[i];
+            row[column.name] = value === undefined ? null : jsonValue(value, column.type);
+          });
+          return { t: record.t, channel: 0, json: JSON.stringify(row) };
+        });
+      }
+    },
+  };
+}
+
+/**
+ * A MAVLink dataset as one channel `/mavlink/<MESSAGE>` per message type, one message per stored frame
+ * (its JSON object made in SQL, narrow/frame-pages.ts), in aligned time order across channels.
+ */
+export function mavlinkMcap(messages: MavlinkMessages): McapSource {
+  const index = new Map(messages.channels.map((c, i) => [c.msgid, i]));
+  return {
+    channels: messages.channels.map((c) => ({ topic: `${MCAP_TOPICS.mavlinkPrefix}${c.message}`, schemaName: `mavlink.${c.message}`, schema: c.schema })),
+    async *pages() {
+      for await (const page of messages.pages()) yield page.map((frame) => ({ t: frame.t, channel: index.get(frame.msgid)!, json: frame.json }));
+    },
+  };
+}
+
+/**
+ * An MCAP file, a page at a time (Foxglove opens it): the source's channels with their JSON Schemas
+ * (Foxglove's `jsonschema` encoding, JSON messages), log and publish time the message's time; events
+ * on `/events` as foxglove.Log, in time order among the rest. Chunked (1 MiB), with the summary and
+ * indexes readers seek by.
  */
 export async function* mcapBytes(
-  source: RawRows,
+  source: McapSource,
   events: readonly ExportEvent[],
-  meta: { shape: 'wide' | 'narrow'; datasetId: string; datasetName: string },
+  meta: { shape: 'wide' | 'narrow'; datasetId: string; datasetName: string; systemId?: number | null },
 ): AsyncGenerator<Uint8Array> {
   const out = new Collector();
   const writer = new McapWriter({ writable: out, useChunks: true, chunkSize: 1024 * 1024, useStatistics: true });
   const encoder = new TextEncoder();
   await writer.start({ profile: '', library: 'sortie' });
-  await writer.addMetadata({ name: 'sortie.dataset', metadata: new Map([['datasetId', meta.datasetId], ['name', meta.datasetName], ['storageShape', meta.shape]]) });
+  const metadata = new Map([['datasetId', meta.datasetId], ['name', meta.datasetName], ['storageShape', meta.shape]]);
+  if (meta.systemId !== undefined && meta.systemId !== null) metadata.set('mavlinkSystemId', String(meta.systemId));
+  await writer.addMetadata({ name: 'sortie.dataset', metadata });
 
-  // One channel per MAVLink message type (narrow) or one for all rows (wide); columns map to their channel.
-  const groups = new Map<string, { columns: number[]; channelId: number; sequence: number }>();
-  const groupOf: string[] = [];
-  source.columns.forEach((column, i) => {
-    const topic = meta.shape === 'narrow' ? `${MCAP_TOPICS.mavlinkPrefix}${column.message}` : MCAP_TOPICS.rows;
-    groupOf[i] = topic;
-    const group = groups.get(topic) ?? { columns: [], channelId: -1, sequence: 0 };
-    group.columns.push(i);
-    groups.set(topic, group);
-  });
-  const key = (column: RawColumn) => (meta.shape === 'narrow' ? column.field! : column.name);
-  for (const [topic, group] of groups) {
-    const properties = Object.fromEntries(
-      group.columns.map((i) => {
-        const column = source.columns[i]!;
-        return [key(column), meta.shape === 'wide' ? { anyOf: [JSON_TYPE[column.type], { type: 'null' }] } : JSON_TYPE[column.type]];
-      }),
-    );
-    const title = meta.shape === 'narrow' ? `mavlink.${source.columns[group.columns[0]!]!.message}` : 'sortie.Row';
-    const schemaId = await writer.registerSchema({
-      name: title,
-      encoding: 'jsonschema',
-      data: encoder.encode(JSON.stringify({ title, type: 'object', properties })),
-    });
-    group.channelId = await writer.registerChannel({ topic, schemaId, messageEncoding: 'json', metadata: new Map() });
+  const channels: { id: number; sequence: number }[] = [];
+  for (const spec of source.channels) {
+    const schemaId = await writer.registerSchema({ name: spec.schemaName, encoding: 'jsonschema', data: encoder.encode(JSON.stringify(spec.schema)) });
+    channels.push({ id: await writer.registerChannel({ topic: spec.topic, schemaId, messageEncoding: 'json', metadata: new Map() }), sequence: 0 });
   }
   const logSchema = await writer.registerSchema({ name: 'foxglove.Log', encoding: 'jsonschema', data: encoder.encode(JSON.stringify(FOXGLOVE_LOG_SCHEMA)) });
   const eventChannel = await writer.registerChannel({ topic: MCAP_TOPICS.events, schemaId: logSchema, messageEncoding: 'json', metadata: new Map() });
@@ -127,21 +166,11 @@ export async function* mcapBytes(
   };
 
   for await (const page of source.pages()) {
-    for (const record of page) {
-      await writeEventsUntil(record.t);
-      // A wide row is one message; a narrow record holds one message type's fields at one instant (a frame's).
-      const first = record.values.findIndex((v) => v !== undefined);
-      if (first < 0) continue;
-      const group = groups.get(groupOf[first]!)!;
-      const message: Record<string, unknown> = {};
-      for (const i of group.columns) {
-        const value = record.values[i];
-        const column = source.columns[i]!;
-        if (value !== undefined) message[key(column)] = jsonValue(value, column.type);
-        else if (meta.shape === 'wide') message[key(column)] = null;
-      }
-      const time = nanos(record.t);
-      await writer.addMessage({ channelId: group.channelId, sequence: group.sequence++, logTime: time, publishTime: time, data: encoder.encode(JSON.stringify(message)) });
+    for (const message of page) {
+      await writeEventsUntil(message.t);
+      const channel = channels[message.channel]!;
+      const time = nanos(message.t);
+      await writer.addMessage({ channelId: channel.id, sequence: channel.sequence++, logTime: time, publishTime: time, data: encoder.encode(message.json) });
     }
     const bytes = out.take();
     if (bytes) yield bytes;

@@ -7,10 +7,10 @@ import { invalidRequest } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import type { AppContext } from '../platform/context.ts';
 import { eventsOnSeriesTime } from '../telemetry/read.ts';
-import { openRawRows } from '../telemetry/raw-rows.ts';
+import { openMavlinkMessages, openRawRows } from '../telemetry/raw-rows.ts';
 import { csvBytes } from './csv.ts';
 import { fileName } from './format.ts';
-import { mcapBytes, type ExportEvent } from './mcap.ts';
+import { mavlinkMcap, mcapBytes, wideMcap, type ExportEvent } from './mcap.ts';
 import { pulled } from './stream.ts';
 
 const micros = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso) * 1000 + subMillisecondMicros(iso));
@@ -41,17 +41,20 @@ export function exportRoutes(ctx: AppContext) {
     const dataset = await requireDataset(ctx.db, organizationId, query.datasetId, query.experimentId);
     const from = micros(query.start);
     const to = micros(query.end);
-    const source = await openRawRows(ctx.db, organizationId, dataset, { channels: query.channel, from, to }, ctx.clock.now());
+    const request = { channels: query.channel, from, to };
 
     let body: AsyncGenerator<Uint8Array>;
     if (query.format === 'csv') {
-      body = csvBytes(source);
+      body = csvBytes(await openRawRows(ctx.db, dataset, request));
     } else {
+      // MAVLink: whole frames, one channel per message type, read straight from the message tables.
+      const narrow = dataset.storage_shape === 'narrow' ? await openMavlinkMessages(ctx.db, dataset, request) : undefined;
+      const source = narrow ? mavlinkMcap(narrow) : wideMcap(await openRawRows(ctx.db, dataset, request));
       const events: ExportEvent[] = (await eventsOnSeriesTime(ctx.db, dataset, await listEvents(ctx.db, dataset.id)))
         .map((e) => ({ t: e.time.getTime() * 1000, kind: e.kind, message: e.message }))
         .filter((e) => (from === undefined || e.t >= from) && (to === undefined || e.t < to))
         .sort((a, b) => a.t - b.t);
-      body = mcapBytes(source, events, { shape: dataset.storage_shape, datasetId: dataset.id, datasetName: dataset.name });
+      body = mcapBytes(source, events, { shape: dataset.storage_shape, datasetId: dataset.id, datasetName: dataset.name, systemId: narrow?.systemId });
     }
     const requestId = c.get('requestId');
     // @hono/node-server hands the Node response in the env: cutting its socket is how a late failure shows.

@@ -3,9 +3,10 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DatasetRow } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 import { listChannelRows } from '../datasets/queries.ts';
-import { invalidRequest, notFound } from '../http/api-error.ts';
-import { materialiseChannels, readSeries, type SeriesResult } from './read.ts';
-import { MAX_CHANNELS_PER_QUERY, MAX_POINTS_PER_CHANNEL } from './series/series.ts';
+import { invalidRequest } from '../http/api-error.ts';
+import { anyValueSql, frameFields, frameObjectSql, framePages, frameValuesSql, type FrameRow, type FrameSource } from './narrow/frame-pages.ts';
+import { loadMessageTables, messageColumns, signalColumn, type ColumnType, type SignalColumn } from './narrow/message-tables.ts';
+import { signalInfo } from './narrow/signal-info.ts';
 import { timestampToUs, usToTimestamp } from './sql/sql-time.ts';
 import { writableColumns } from './wide/wide-batch.ts';
 
@@ -62,11 +63,11 @@ const PAGE_VALUES = 50_000;
  * Resolve the columns and check the request before anything is written, so every refusal is still an
  * error envelope; then hand back the pages to stream.
  */
-export async function openRawRows(db: Executor, organizationId: string, dataset: DatasetRow, request: RawRowsRequest, now: Date): Promise<RawRows> {
+export async function openRawRows(db: Executor, dataset: DatasetRow, request: RawRowsRequest): Promise<RawRows> {
   if (request.from !== undefined && request.to !== undefined && request.from > request.to) {
     throw invalidRequest('`start` is after `end`', [{ field: 'start', message: 'is after end' }]);
   }
-  return dataset.storage_shape === 'narrow' ? openNarrow(db, organizationId, dataset, request, now) : openWide(db, dataset, request);
+  return dataset.storage_shape === 'narrow' ? openNarrow(db, dataset, request) : openWide(db, dataset, request);
 }
 
 function unknownChannel(index: number, name: string, why: string) {
@@ -143,91 +144,172 @@ async function openWide(db: Executor, dataset: DatasetRow, request: RawRowsReque
 
 // ---- narrow ----------------------------------------------------------------------------------------
 
-/**
- * A MAVLink dataset's numeric signals, read through Query's read entry (readSeries) one window of
- * aligned time at a time: with a budget above the window's samples, Query answers every raw sample in
- * order, so the export is the very samples Query has, whatever the narrow storage's physical shape.
- * A window that Query had to downsample is halved and read again; a sparse one doubles the next.
- */
-async function openNarrow(db: Executor, organizationId: string, dataset: DatasetRow, request: RawRowsRequest, now: Date): Promise<RawRows> {
-  await materialiseChannels(db, dataset, now);
-  const stored = new Map((await listChannelRows(db, dataset.id)).map((r) => [r.col_name, r]));
-  const readable = (dataType: string) => dataType !== 'string' && dataType !== 'bytes';
-  const names =
-    request.channels.length === 0
-      ? [...stored.values()].filter((r) => readable(r.data_type)).map((r) => r.col_name)
-      : request.channels.map((name, i) => {
-          const row = stored.get(name);
-          if (!row) throw unknownChannel(i, name, parseSignalName(name) ? 'was never stored by this dataset' : 'is not a MAVLink signal name (mavlink.<MESSAGE>.<field>)');
-          if (!readable(row.data_type)) throw unknownChannel(i, name, `holds ${row.data_type === 'string' ? 'text' : 'raw bytes'}; exports read numeric signals, as Query does`);
-          return name;
-        });
-  const columns: RawColumn[] = names.map((name) => {
-    const message = parseSignalName(name)!.message;
-    return { name, type: 'number', message, field: name.slice(`mavlink.${message}.`.length) };
-  });
-  return { columns, pages: () => narrowPages(db, organizationId, dataset.id, columns, request) };
+/** How an export names a narrow column's values (RawColumn.type). */
+const NARROW_TYPES: Record<ColumnType, RawValueType> = {
+  int2: 'number',
+  int4: 'number',
+  float4: 'number',
+  float8: 'number',
+  int8: 'integer',
+  uint64: 'integer',
+  text: 'string',
+  bytea: 'bytes',
+};
+
+/** A chosen signal of a narrow dataset: where it is stored. */
+interface NarrowChoice {
+  signal: string;
+  msgid: number;
+  table: string;
+  column: SignalColumn;
 }
 
-async function* narrowPages(db: Executor, organizationId: string, datasetId: string, columns: readonly RawColumn[], request: RawRowsRequest): AsyncGenerator<RawRecord[]> {
-  if (columns.length === 0) return;
-  const groups: number[][] = [];
-  for (let i = 0; i < columns.length; i += MAX_CHANNELS_PER_QUERY) groups.push(columns.slice(i, i + MAX_CHANNELS_PER_QUERY).map((_, k) => i + k));
-  const read = async (from: number | undefined, to: number | undefined, maxPointsPerChannel: number): Promise<SeriesResult[]> => {
-    const answers = await Promise.all(
-      groups.map((group) => readSeries(db, organizationId, { datasetId, experimentId: '', channelIds: group.map((i) => columns[i]!.name), from, to, maxPointsPerChannel })),
-    );
-    return answers.flat();
-  };
-  // The extent and size first: a downsampled answer keeps each series' first and last sample and counts every one.
-  const probe = await read(request.from, request.to, 4);
-  const total = probe.reduce((n, s) => n + s.rawPoints, 0);
-  const times = probe.flatMap((s) => s.samples.map((p) => p.t));
-  if (total === 0 || times.length === 0) return;
-  const end = Math.max(...times) + 1;
-  let from = Math.min(...times);
-  const pageValues = request.pageValues ?? PAGE_VALUES;
-  let width = Math.max(1, Math.ceil(((end - from) * pageValues) / total));
-  while (from < end) {
-    const to = Math.min(end, from + width);
-    // A window holds about a page; a signal with more than a page in it is downsampled, and the window halves.
-    const series = await read(from, to, Math.min(MAX_POINTS_PER_CHANNEL, pageValues));
-    if (series.some((s) => s.samples.length < s.rawPoints)) {
-      if (width === 1) throw new Error(`more than ${Math.min(MAX_POINTS_PER_CHANNEL, pageValues)} samples of one signal at one instant`);
-      width = Math.max(1, Math.floor(width / 2));
-      continue;
+/**
+ * The signals of a MAVLink dataset an export reads: the named ones (each stored by the dataset, of any
+ * kind: numbers, text, raw bytes), or every signal it stored, in name order (the channel list's).
+ */
+async function narrowChoices(db: Executor, dataset: DatasetRow, channels: readonly string[]): Promise<NarrowChoice[]> {
+  const tables = await loadMessageTables(db, dataset.id);
+  if (channels.length === 0) {
+    const all: NarrowChoice[] = [];
+    for (const table of tables.values()) {
+      for (const column of messageColumns(table.msgid).columns) {
+        if (table.signals.has(column.signal)) all.push({ signal: column.signal, msgid: table.msgid, table: table.table, column });
+      }
     }
-    const records = windowRecords(columns, series);
-    if (records.length > 0) yield records;
-    const values = series.reduce((n, s) => n + s.rawPoints, 0);
-    if (values < pageValues / 4) width *= 2;
-    from = to;
+    return all.sort((a, b) => (a.signal < b.signal ? -1 : a.signal > b.signal ? 1 : 0));
   }
+  return channels.map((name, i) => {
+    const at = signalColumn(name);
+    const table = at && tables.get(at.msgid);
+    if (!at || !table || !table.signals.has(name)) {
+      throw unknownChannel(i, name, parseSignalName(name) ? 'was never stored by this dataset' : 'is not a MAVLink signal name (mavlink.<MESSAGE>.<field>)');
+    }
+    return { signal: name, msgid: at.msgid, table: table.table, column: at.column };
+  });
+}
+
+/** Rows per keyset page of one message table: a share of the page's values, at most a few thousand rows. */
+function tablePageRows(pageValues: number, columns: number): number {
+  return Math.max(1, Math.min(4096, Math.floor(pageValues / 4 / Math.max(1, columns))));
 }
 
 /**
- * A window's samples as records: a signal's k-th sample at an instant joins the k-th record of its
- * message at that instant (the fields one frame carried share a record, as in the frame), in (time,
- * message, k) order. Samples of one signal keep Query's order.
+ * A MAVLink dataset's signals, read straight from its message tables (narrow/frame-pages.ts): one
+ * record per stored frame, in (aligned time, frame_seq) order, holding the chosen signals that frame
+ * carried. Numbers are the doubles Query answers (a 64-bit integer beyond 2^53 as its exact decimal),
+ * text signals their text, an unknown id's payload base64.
  */
-function windowRecords(columns: readonly RawColumn[], series: readonly SeriesResult[]): RawRecord[] {
-  const byKey = new Map<string, RawRecord & { message: string; k: number }>();
-  series.forEach((s, i) => {
-    const message = columns[i]!.message!;
-    let previous: number | undefined;
-    let k = 0;
-    for (const sample of s.samples) {
-      k = sample.t === previous ? k + 1 : 0;
-      previous = sample.t;
-      const key = `${sample.t}|${message}|${k}`;
-      let record = byKey.get(key);
-      if (!record) byKey.set(key, (record = { t: sample.t, message, k, values: new Array(columns.length) }));
-      record.values[i] = sample.v;
-    }
+async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsRequest): Promise<RawRows> {
+  const choices = await narrowChoices(db, dataset, request.channels);
+  const columns: RawColumn[] = choices.map((c) => {
+    const message = parseSignalName(c.signal)!.message;
+    return { name: c.signal, type: NARROW_TYPES[c.column.type], message, field: c.signal.slice(`mavlink.${message}.`.length) };
   });
-  return [...byKey.values()]
-    .sort((a, b) => a.t - b.t || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0) || a.k - b.k)
-    .map(({ t, values }) => ({ t, values }));
+  const pageValues = request.pageValues ?? PAGE_VALUES;
+  // One source per message table; `at[msgid]` places its flat values in the export's columns.
+  const byMsgid = new Map<number, { table: string; indexes: number[]; columns: SignalColumn[] }>();
+  choices.forEach((c, i) => {
+    const entry = byMsgid.get(c.msgid) ?? { table: c.table, indexes: [], columns: [] };
+    entry.indexes.push(i);
+    entry.columns.push(c.column);
+    byMsgid.set(c.msgid, entry);
+  });
+  const sources: FrameSource[] = [...byMsgid].map(([msgid, e]) => ({
+    msgid,
+    table: e.table,
+    select: frameValuesSql(e.columns),
+    where: anyValueSql(e.columns),
+    pageRows: tablePageRows(pageValues, e.columns.length),
+  }));
+  const width = columns.length;
+  return {
+    columns,
+    async *pages() {
+      // About a page of values per page of frames: a frame holds its table's chosen columns.
+      const perFrame = Math.max(1, width / Math.max(1, byMsgid.size));
+      const frames = framePages(db, dataset.id, sources, request, Math.max(1, Math.floor(pageValues / perFrame)));
+      for await (const page of frames) {
+        yield page.map((frame) => {
+          const values: (RawValue | undefined)[] = new Array(width);
+          const indexes = byMsgid.get(frame.msgid)!.indexes;
+          (JSON.parse(frame.json) as (number | string | null)[]).forEach((v, k) => {
+            if (v !== null) values[indexes[k]!] = v;
+          });
+          return { t: frame.t, values };
+        });
+      }
+    },
+  };
+}
+
+/** One MCAP channel of a MAVLink export: a message type, its JSON Schema, and the fields its messages hold. */
+export interface MavlinkChannel {
+  msgid: number;
+  /** `ATTITUDE`, or `UNKNOWN_<id>` for an id outside the dialect. */
+  message: string;
+  /** JSON Schema of the channel's messages, in the subset Foxglove reads (one `type` per field). */
+  schema: Record<string, unknown>;
+}
+
+export interface MavlinkMessages {
+  channels: MavlinkChannel[];
+  /** The system id the dataset is bound to (its frames'), null before the first frame. */
+  systemId: number | null;
+  /** Pages of frames in (aligned time, frame_seq) order; `json` is the message's JSON object. */
+  pages(): AsyncGenerator<FrameRow[]>;
+}
+
+const FIELD_SCHEMA: Record<ColumnType, Record<string, unknown>> = {
+  int2: { type: 'integer' },
+  int4: { type: 'integer' },
+  int8: { type: 'integer' },
+  uint64: { type: 'integer' },
+  float4: { type: 'number' },
+  float8: { type: 'number' },
+  text: { type: 'string' },
+  bytea: { type: 'string', contentEncoding: 'base64' },
+};
+
+/**
+ * A MAVLink dataset as whole messages, for MCAP: one channel per message type, one message per stored
+ * frame with every field it carried (numeric arrays as arrays, text as strings, an unknown id's payload
+ * as base64; NaN and infinities, which JSON lacks, as null). Named channels (signal names) choose the
+ * message types and, of each, the fields they name (an element of an array brings its whole array).
+ */
+export async function openMavlinkMessages(db: Executor, dataset: DatasetRow, request: RawRowsRequest): Promise<MavlinkMessages> {
+  if (request.from !== undefined && request.to !== undefined && request.from > request.to) {
+    throw invalidRequest('`start` is after `end`', [{ field: 'start', message: 'is after end' }]);
+  }
+  const choices = await narrowChoices(db, dataset, request.channels);
+  const chosen = new Map<number, { table: string; signals: Set<string> }>();
+  for (const c of choices) {
+    const entry = chosen.get(c.msgid) ?? { table: c.table, signals: new Set() };
+    entry.signals.add(c.signal);
+    chosen.set(c.msgid, entry);
+  }
+  const pageValues = request.pageValues ?? PAGE_VALUES;
+  const channels: MavlinkChannel[] = [];
+  const sources: FrameSource[] = [];
+  for (const [msgid, entry] of [...chosen].sort((a, b) => a[0] - b[0])) {
+    const fields = frameFields(msgid).filter((f) => f.columns.some((c) => entry.signals.has(c.signal)));
+    const chosenColumns = fields.flatMap((f) => f.columns).filter((c) => entry.signals.has(c.signal));
+    const message = parseSignalName(fields[0]!.columns[0]!.signal)!.message;
+    const properties = Object.fromEntries(
+      fields.map((f) => {
+        const unit = signalInfo(f.columns[0]!.signal)?.unit;
+        const scalar = { ...FIELD_SCHEMA[f.type], ...(unit && { description: unit }) };
+        return [f.name, f.array ? { type: 'array', items: FIELD_SCHEMA[f.type], ...(unit && { description: unit }) } : scalar];
+      }),
+    );
+    channels.push({ msgid, message, schema: { title: `mavlink.${message}`, type: 'object', properties } });
+    const width = fields.reduce((n, f) => n + f.columns.length, 0);
+    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(chosenColumns), pageRows: tablePageRows(pageValues, width) });
+  }
+  const bound = await sql<{ sysid: number | null }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(db);
+  // About a page of values per page of frames (a frame of the SITL capture holds ~8).
+  const pageFrames = Math.max(1, Math.floor(pageValues / 8));
+  return { channels, systemId: bound.rows[0]?.sysid ?? null, pages: () => framePages(db, dataset.id, sources, request, pageFrames) };
 }
 
 function nullToUndefined(value: unknown): RawValue | undefined {
