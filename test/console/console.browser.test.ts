@@ -143,6 +143,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     expect(await page.locator('.channel-groups summary').allTextContents()).toEqual(['ATTITUDE (2)']);
     expect(await page.locator('.channel-groups li').first().textContent()).toMatch(/rad · float/);
     expect(page.url()).toContain(`dataset=${datasetId}`);
+    // The flight's time span (UTC) before anything is plotted: the capture was flown on 2018-08-08.
+    await expect.poll(() => page.textContent('[data-testid=dataset-span]')).toMatch(/^2018-08-08 [\d:.]+ UTC → 2018-08-08 [\d:.]+ UTC$/);
   });
 
   it('plots roll and altitude in stacked panes, never more points than pixels; drag-zoom re-queries with more detail', async () => {
@@ -161,6 +163,15 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     expect(before.shown).toBeLessThanOrEqual(before.width);
     expect((await paneNumbers(alt)).shown).toBeLessThanOrEqual(before.width);
     expect(page.url()).toContain(`channel=${encodeURIComponent(ROLL)}`);
+    // One shared time axis: both panes draw the same range, though their samples start and end apart.
+    const range = (pane: typeof roll) => pane.locator('.pane-canvas').evaluate((e) => [(e as HTMLElement).dataset.xMin, (e as HTMLElement).dataset.xMax]);
+    await expect.poll(async () => JSON.stringify(await range(alt))).toBe(JSON.stringify(await range(roll)));
+    // …on the same pixels, so the synced cursor marks one instant in every pane.
+    const area = async (pane: typeof roll) => {
+      const box = (await pane.locator('.u-over').boundingBox())!;
+      return [Math.round(box.x), Math.round(box.width)];
+    };
+    expect(await area(alt)).toEqual(await area(roll));
 
     const windowRequest = page.waitForRequest((r) => r.url().endsWith('/sortie.telemetry.v1.TelemetryService/Query'));
     const over = await roll.locator('.u-over').boundingBox();
@@ -213,7 +224,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await page.mouse.move(over!.x + over!.width * 0.8, over!.y + 20);
     await expect.poll(() => page.locator('[data-testid=track-marker]').getAttribute('cx')).not.toBe(first);
     expect(await page.locator('.band').count()).toBeGreaterThan(0);
-    await page.locator('.flight').screenshot({ path: join(shots, 'console-flight.png') });
+    await page.screenshot({ path: join(shots, 'console-flight.png'), fullPage: true });
   });
 
   it('creates an endpoint (secret shown once) and sends it a test event through the example receiver', async () => {

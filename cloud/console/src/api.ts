@@ -22,13 +22,6 @@ export interface QueryWindow {
   to?: number;
 }
 
-/** RFC 3339 with up to nanoseconds → Unix seconds, keeping the microseconds Date.parse would drop. */
-export function timestampSeconds(text: string): number {
-  const match = /\.(\d+)/.exec(text);
-  const whole = Date.parse(text.replace(/\.\d+/, '')) / 1000;
-  return match ? whole + Number(`0.${match[1]}`) : whole;
-}
-
 /** A window edge (Unix seconds) to whole milliseconds, the precision the page's URL keeps. */
 function wholeMs(seconds: number): number {
   return Math.round(seconds * 1000);

@@ -5,9 +5,10 @@ import type { ConsoleApi } from './api.ts';
 import { CommandsPanel } from './commands-panel.ts';
 import { FlightView } from './flight-view.ts';
 import { formatIso } from './format.ts';
-import { marksOf, Plot, type PlotWindow } from './plot.ts';
+import { marksOf } from './marks.ts';
+import { Plot, type PlotWindow } from './plot.ts';
 import { need } from './scopes.ts';
-import { groupChannels, plottable, systemIdOf } from './signals.ts';
+import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
 
 interface Props {
@@ -106,6 +107,25 @@ function DatasetView(props: DatasetProps): VNode<any> {
     api.events(experimentId, datasetId).then(setEvents, () => setEvents([]));
   }, [api, experimentId, datasetId]);
 
+  // The dataset's time span, before anything is plotted: one channel's first and last samples (the
+  // downsampling keeps both), HEARTBEAT on a MAVLink flight since every vehicle sends it throughout.
+  useEffect(() => {
+    if (!channels || session.scopes.indexOf('telemetry:read') < 0) return;
+    const probe = channels.find((c) => c.hypertableColName === 'mavlink.HEARTBEAT.type') ?? channels.find(plottable);
+    if (!probe) return;
+    let current = true;
+    api.query({ experimentId, datasetId, channelIds: [queryChannelId(probe)], maxPointsPerChannel: 4 }).then(
+      ({ series }) => {
+        const times = series[0]?.times;
+        if (current && times && times.length > 0) setSpan({ from: times[0]!, to: times[times.length - 1]! });
+      },
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [channels]);
+
   const selected = useMemo(() => {
     const byName = new Map((channels ?? []).map((c) => [c.hypertableColName, c]));
     return location.channels.map((n) => byName.get(n)).filter((c): c is Channel => c !== undefined && plottable(c));
@@ -142,7 +162,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
   return h('div', { class: 'dataset' }, [
     h('section', { class: 'channels', 'aria-label': 'Channels' }, [
       h('h2', null, props.datasetName),
-      span ? h('p', { class: 'muted' }, `${formatIso(new Date(span.from * 1000).toISOString())} → ${formatIso(new Date(span.to * 1000).toISOString())}`) : null,
+      span ? h('p', { class: 'muted', 'data-testid': 'dataset-span' }, `${formatIso(new Date(span.from * 1000).toISOString())} → ${formatIso(new Date(span.to * 1000).toISOString())}`) : null,
       h('label', { for: 'channel-filter' }, 'Filter channels'),
       h('input', { id: 'channel-filter', type: 'search', value: filter, placeholder: props.narrow ? 'e.g. attitude roll' : 'name, unit or type', onInput: (e: Event) => setFilter((e.target as HTMLInputElement).value) }),
       error ? h('p', { class: 'error', role: 'alert' }, error) : null,
@@ -186,7 +206,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
           ])
         : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
       selected.length > 0
-        ? h(Plot, { api, experimentId, datasetId, channels: selected, window, onWindow: setWindow, marks, onCursor: setCursor, onSpan: setSpan })
+        ? h(Plot, { api, experimentId, datasetId, channels: selected, window, onWindow: setWindow, marks, onCursor: setCursor, onSpan: (s: PlotWindow) => setSpan((known) => known ?? s) })
         : null,
       props.narrow ? h(FlightView, { api, experimentId, datasetId, window, cursor }) : null,
       h(CommandsPanel, { api, session, experimentId, datasetId, onCommands: setCommands }),

@@ -9,3 +9,10 @@ export function formatIso(text: string | null | undefined): string {
   const ms = Date.parse(text);
   return Number.isFinite(ms) ? `${formatUtc(ms / 1000)} UTC` : text;
 }
+
+/** RFC 3339 with up to nanoseconds → Unix seconds, keeping the microseconds Date.parse would drop. */
+export function timestampSeconds(text: string): number {
+  const match = /\.(\d+)/.exec(text);
+  const whole = Date.parse(text.replace(/\.\d+/, '')) / 1000;
+  return match ? whole + Number(`0.${match[1]}`) : whole;
+}

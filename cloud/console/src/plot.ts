@@ -1,8 +1,9 @@
-import type { Channel, CommandRecord, TimelineEvent } from '@sortie/contracts';
+import type { Channel } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
-import { timestampSeconds, type ConsoleApi, type QuerySeries } from './api.ts';
+import type { ConsoleApi, QuerySeries } from './api.ts';
+import type { TimelineMark } from './marks.ts';
 import { formatUtc } from './format.ts';
 import { queryChannelId } from './signals.ts';
 
@@ -16,34 +17,17 @@ interface PaneData {
   series: QuerySeries;
 }
 
-/** A mark on the shared time axis: an event, or a step of a command's life. */
-export interface TimelineMark {
-  t: number;
-  kind: 'event' | 'dispatched' | 'delivered' | 'acked' | 'nacked' | 'timed_out';
-  label: string;
-}
-
-export function marksOf(events: readonly TimelineEvent[], commands: readonly CommandRecord[]): TimelineMark[] {
-  const marks: TimelineMark[] = events.map((e) => ({ t: timestampSeconds(e.timestamp), kind: 'event', label: `${e.kind}${e.message ? `: ${e.message}` : ''}` }));
-  for (const c of commands) {
-    const name = c.commandText;
-    if (c.queuedAt) marks.push({ t: timestampSeconds(c.queuedAt), kind: 'dispatched', label: `${name}: dispatched` });
-    if (c.deliveredAt) marks.push({ t: timestampSeconds(c.deliveredAt), kind: 'delivered', label: `${name}: delivered` });
-    if ((c.status === 'acked' || c.status === 'nacked') && (c.vehicleTime ?? c.ackedAt)) {
-      // The vehicle's own time when it gave one: that is when it acted, not when the cloud heard.
-      const at = c.vehicleTime ?? c.ackedAt!;
-      marks.push({ t: timestampSeconds(at), kind: c.status, label: `${name}: ${c.status}${c.vehicleTime ? ' (vehicle time)' : ''}${c.statusDetail ? ` — ${c.statusDetail}` : ''}` });
-    }
-    if (c.status === 'timed_out' && c.ackDeadlineAt) marks.push({ t: timestampSeconds(c.ackDeadlineAt), kind: 'timed_out', label: `${name}: timed out` });
-  }
-  return marks.sort((a, b) => a.t - b.t);
-}
-
 const SYNC_KEY = 'sortie-plot';
 
-/** The plot area's width in CSS pixels: the most points a pane can show one per pixel. */
+/**
+ * The plot area's width in CSS pixels: the most points a pane can show one per pixel. A drawn pane's
+ * plot area is measured; before the first one exists, the panes' width less what uPlot takes around the
+ * plot (the y axis' 60 px, the 32 px right padding, a little left padding), rounded down to stay within.
+ */
 function plotWidth(container: HTMLElement | null): number {
-  return Math.max(100, Math.floor((container?.clientWidth ?? 800) - 90));
+  const drawn = container?.querySelector('.u-over') as HTMLElement | null;
+  if (drawn && drawn.clientWidth > 0) return drawn.clientWidth;
+  return Math.max(100, Math.floor((container?.clientWidth ?? 800) - 100));
 }
 
 export interface PlotProps {
@@ -68,6 +52,9 @@ export interface PlotProps {
 export function Plot(props: PlotProps): VNode<any> {
   const container = useRef<HTMLDivElement>(null);
   const [panes, setPanes] = useState<PaneData[]>([]);
+  // The whole-dataset view's range: the union of the series' spans, so every pane shares one time axis
+  // (each pane's own data would otherwise give it its own).
+  const [extent, setExtent] = useState<PlotWindow | undefined>();
   const [error, setError] = useState<string>('');
   const [loading, setLoading] = useState(false);
   const [axis, setAxis] = useState<{ left: number; width: number; min: number; max: number } | undefined>();
@@ -94,16 +81,15 @@ export function Plot(props: PlotProps): VNode<any> {
         if (!current) return;
         setError('');
         setPanes(props.channels.map((channel, i) => ({ channel, series: answer.series[i]! })));
-        if (!props.window) {
-          let min = Infinity;
-          let max = -Infinity;
-          for (const s of answer.series) {
-            if (s.times.length === 0) continue;
-            min = Math.min(min, s.times[0]!);
-            max = Math.max(max, s.times[s.times.length - 1]!);
-          }
-          if (min < max) props.onSpan({ from: min, to: max });
+        let min = Infinity;
+        let max = -Infinity;
+        for (const s of answer.series) {
+          if (s.times.length === 0) continue;
+          min = Math.min(min, s.times[0]!);
+          max = Math.max(max, s.times[s.times.length - 1]!);
         }
+        setExtent(min < max ? { from: min, to: max } : undefined);
+        if (!props.window && min < max) props.onSpan({ from: min, to: max });
         (window as unknown as { __sortieQueryStarted?: number }).__sortieQueryStarted = requested;
       })
       .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)))
@@ -131,7 +117,7 @@ export function Plot(props: PlotProps): VNode<any> {
           key: pane.channel.hypertableColName,
           pane,
           index: i,
-          window: props.window,
+          window: props.window ?? extent,
           marks: props.marks,
           onWindow: props.onWindow,
           onCursor: props.onCursor,
@@ -154,6 +140,12 @@ interface PaneProps {
   onWindow: (window: PlotWindow) => void;
   onCursor: (t: number | undefined) => void;
   onAxis: ((axis: { left: number; width: number; min: number; max: number }) => void) | undefined;
+}
+
+/** Tick labels in UTC on a 24-hour clock, as precise as the tick spacing needs (uPlot's default is a local 12-hour clock). */
+function utcTicks(_u: uPlot, splits: number[], _axis: number, _space: number, increment: number): string[] {
+  const end = increment < 1 ? 23 : increment < 60 ? 19 : 16;
+  return splits.map((s) => formatUtc(s).slice(11, end));
 }
 
 const COLORS = ['#1f5fbf', '#b3261e', '#146c2e', '#8a4b00', '#6b2fa3', '#00687a'];
@@ -183,6 +175,9 @@ function Pane(props: PaneProps): VNode<any> {
       height: props.showAxis ? 170 : 140,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       legend: { show: false },
+      // The same right edge on every pane (uPlot widens it for the last tick label on the pane with the
+      // axis), so one instant is one pixel column in all of them and the synced cursor lines up.
+      padding: [null, 32, null, null],
       scales: {
         x: {
           time: true,
@@ -192,7 +187,10 @@ function Pane(props: PaneProps): VNode<any> {
           },
         },
       },
-      axes: [{ show: props.showAxis, stroke: '#333', grid: { stroke: '#e3e3e3' } }, { stroke: '#333', grid: { stroke: '#e3e3e3' }, size: 60 }],
+      axes: [
+        { show: props.showAxis, stroke: '#333', grid: { stroke: '#e3e3e3' }, values: utcTicks, space: 90, label: props.showAxis ? 'UTC' : undefined, labelSize: 18 },
+        { stroke: '#333', grid: { stroke: '#e3e3e3' }, size: 60 },
+      ],
       series: [{}, { label: channel.name, stroke: COLORS[props.index % COLORS.length], width: 1, points: { show: false } }],
       cursor: {
         sync: { key: SYNC_KEY, scales: ['x', null] },
@@ -239,6 +237,9 @@ function Pane(props: PaneProps): VNode<any> {
               max: u.scales.x!.max!,
             });
             element.dataset.drawnAt = String(performance.now());
+            // The drawn time range, read by the tests to check that the panes share one axis.
+            element.dataset.xMin = String(u.scales.x!.min);
+            element.dataset.xMax = String(u.scales.x!.max);
             window.dispatchEvent(new CustomEvent('sortie:drawn', { detail: { channel: channel.hypertableColName, points: u.data[0].length } }));
           },
         ],

@@ -1,0 +1,165 @@
+// The console's pure logic, without a browser: what the browser tests see through the page rests on
+// these (channel grouping and addressing, the shareable URL, the template form, the track, the
+// HEARTBEAT band, the marks on the time axis).
+import type { Channel, CommandRecord, TimelineEvent } from '@sortie/contracts';
+import { describe, expect, it } from 'vitest';
+import { argFields, argsFromForm } from './args-form.ts';
+import { formatUtc, timestampSeconds } from './format.ts';
+import { indexAtOrBefore, localTrack } from './geo.ts';
+import { isArmed, modeName, stateSpans } from './heartbeat.ts';
+import { marksOf } from './marks.ts';
+import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
+import { formatLocation, parseLocation } from './url-state.ts';
+
+const channel = (name: string, dataType = 'float', unit = '', hypertableColName = name): Channel => ({
+  id: crypto.randomUUID(),
+  name,
+  unit,
+  dataType,
+  hypertableColName,
+});
+
+describe('channels', () => {
+  const signals = [
+    channel('mavlink.ATTITUDE.roll', 'float', 'rad'),
+    channel('mavlink.ATTITUDE.rollspeed', 'float', 'rad/s'),
+    channel('mavlink.ATTITUDE.pitch', 'float', 'rad'),
+    channel('mavlink.AHRS2.roll', 'float', 'rad'),
+    channel('mavlink.STATUSTEXT.text', 'string'),
+  ];
+
+  it('groups MAVLink signals by message, in order, keeping those matching every word of the filter', () => {
+    expect(groupChannels(signals, '').map((g) => [g.message, g.channels.length])).toEqual([
+      ['AHRS2', 1],
+      ['ATTITUDE', 3],
+      ['STATUSTEXT', 1],
+    ]);
+    expect(groupChannels(signals, 'Attitude ROLL').map((g) => g.channels.map((c) => c.name))).toEqual([['mavlink.ATTITUDE.roll', 'mavlink.ATTITUDE.rollspeed']]);
+    expect(groupChannels(signals, 'rad/s').flatMap((g) => g.channels.map((c) => c.name))).toEqual(['mavlink.ATTITUDE.rollspeed']);
+    // A wide dataset's channels are one group without a message.
+    expect(groupChannels([channel('thrust', 'double', 'N', 'ch_0')], '')).toEqual([{ message: '', channels: [expect.objectContaining({ name: 'thrust' })] }]);
+  });
+
+  it('addresses a wide channel by its ch_N index and a signal by name; text is not plottable', () => {
+    expect(queryChannelId(channel('thrust', 'double', 'N', 'ch_17'))).toBe('17');
+    expect(queryChannelId(channel('mavlink.ATTITUDE.roll'))).toBe('mavlink.ATTITUDE.roll');
+    expect(plottable(channel('mavlink.STATUSTEXT.text', 'string'))).toBe(false);
+    expect(plottable(channel('payload', 'bytes'))).toBe(false);
+    expect(plottable(channel('mavlink.VIBRATION.time_usec', 'uint64'))).toBe(true);
+    expect(plottable(channel('armed', 'bool'))).toBe(true);
+  });
+
+  it('reads the system id from the agent-made dataset name', () => {
+    expect(systemIdOf('vtol-sys1')).toBe(1);
+    expect(systemIdOf('flight-7-sys255')).toBe(255);
+    expect(systemIdOf('bench rig')).toBeUndefined();
+  });
+});
+
+describe('the page address', () => {
+  it('round-trips view, dataset, channels and window to whole milliseconds, rounded as Query rounds', () => {
+    const location = { view: 'data' as const, experimentId: 'e1', datasetId: 'd1', channels: ['mavlink.ATTITUDE.roll', 'ch_0'], from: 1533737228.7584999, to: 1533737235.0445 };
+    const search = formatLocation(location);
+    expect(search).toBe('?experiment=e1&dataset=d1&channel=mavlink.ATTITUDE.roll&channel=ch_0&from=2018-08-08T14%3A07%3A08.758Z&to=2018-08-08T14%3A07%3A15.045Z');
+    expect(parseLocation(search)).toEqual({ ...location, from: 1533737228.758, to: 1533737235.045 });
+  });
+
+  it('drops a window that is missing an edge or runs backwards', () => {
+    expect(parseLocation('?from=2018-08-08T14:07:08Z')).toEqual({ view: 'data', experimentId: undefined, datasetId: undefined, channels: [] });
+    expect(parseLocation('?from=2018-08-08T14:07:08Z&to=2018-08-08T14:07:01Z').from).toBeUndefined();
+    expect(parseLocation('?view=webhooks').view).toBe('webhooks');
+  });
+});
+
+describe('the form of a template', () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      altitude: { type: 'number', minimum: 0, description: 'metres AGL' },
+      count: { type: 'integer' },
+      mode: { enum: ['soft', 'hard'] },
+      confirm: { type: 'boolean' },
+      waypoints: { type: 'array' },
+    },
+    required: ['altitude'],
+  };
+
+  it('has one field per property, typed, with bounds and what is required', () => {
+    expect(argFields(schema)).toEqual([
+      { name: 'altitude', kind: 'number', required: true, options: [], title: 'metres AGL', min: 0 },
+      { name: 'count', kind: 'integer', required: false, options: [], title: '' },
+      { name: 'mode', kind: 'enum', required: false, options: ['soft', 'hard'], title: '' },
+      { name: 'confirm', kind: 'boolean', required: false, options: [], title: '' },
+      { name: 'waypoints', kind: 'json', required: false, options: [], title: '' },
+    ]);
+    expect(argFields(null)).toEqual([]);
+  });
+
+  it('turns the strings back into typed args; empty optional fields are left out, bad input stays text for the server to name', () => {
+    const fields = argFields(schema);
+    expect(argsFromForm(fields, { altitude: '30', mode: 'hard', confirm: 'false', waypoints: '[1,2]' })).toEqual({ altitude: 30, mode: 'hard', confirm: false, waypoints: [1, 2] });
+    expect(argsFromForm(fields, { altitude: 'thirty', count: '', waypoints: '[1,' })).toEqual({ altitude: 'thirty', waypoints: '[1,' });
+  });
+});
+
+describe('the GPS track', () => {
+  it('is local metres from the first fix, skipping (0, 0) no-fix samples', () => {
+    // 0.001° of latitude ≈ 111.2 m; 0.001° of longitude at 47° ≈ 75.8 m.
+    const track = localTrack([1, 2, 3, 4], [0, 47e7, 47.001e7, 47e7], [0, 8e7, 8e7, 8.001e7]);
+    expect(Array.from(track.times)).toEqual([2, 3, 4]);
+    expect(track.x[0]).toBe(0);
+    expect(track.y[1]).toBeCloseTo(111.2, 0);
+    expect(track.x[2]).toBeCloseTo(75.8, 0);
+    expect(track.y[2]).toBeCloseTo(0, 6);
+  });
+
+  it('finds the last fix at or before the cursor', () => {
+    const times = [10, 20, 30];
+    expect([5, 10, 25, 30, 99].map((t) => indexAtOrBefore(times, t))).toEqual([-1, 0, 1, 2, 2]);
+  });
+});
+
+describe('the HEARTBEAT band', () => {
+  it('names ArduPilot modes by vehicle type and reads the armed bit', () => {
+    expect(modeName(2, 6)).toBe('RTL'); // quadrotor
+    expect(modeName(1, 11)).toBe('RTL'); // fixed wing
+    expect(modeName(20, 19)).toBe('QLOITER'); // VTOL runs ArduPlane
+    expect(modeName(2, 99)).toBe('mode 99');
+    expect(isArmed(0b1000_0001)).toBe(true);
+    expect(isArmed(0b0000_0001)).toBe(false);
+  });
+
+  it('makes one span per run of equal mode and armed state, the last ending at the end', () => {
+    expect(stateSpans([0, 1, 2, 3], [2, 2, 2, 2], [0, 128, 128, 0], [5, 5, 6, 6], 9)).toEqual([
+      { from: 0, to: 1, mode: 'LOITER', armed: false },
+      { from: 1, to: 2, mode: 'LOITER', armed: true },
+      { from: 2, to: 3, mode: 'RTL', armed: true },
+      { from: 3, to: 9, mode: 'RTL', armed: false },
+    ]);
+  });
+});
+
+describe('marks on the time axis', () => {
+  const command = (over: Partial<CommandRecord>): CommandRecord =>
+    ({ commandText: 'RTL', status: 'logged', queuedAt: null, deliveredAt: null, ackedAt: null, vehicleTime: null, ackDeadlineAt: null, statusDetail: '', ...over }) as CommandRecord;
+
+  it("puts events and each step of a command's life in time order, an ack at the vehicle's time when it gave one", () => {
+    const events = [{ kind: 'LINK_LOSS', message: 'no frames for 4.0 s', timestamp: '2018-08-08T14:06:40.000Z' }] as TimelineEvent[];
+    const marks = marksOf(events, [
+      command({ status: 'acked', queuedAt: '2018-08-08T14:06:30Z', deliveredAt: '2018-08-08T14:06:30.5Z', ackedAt: '2018-08-08T14:06:50Z', vehicleTime: '2018-08-08T14:06:31.25Z', statusDetail: 'done' }),
+      command({ commandText: 'LAND', status: 'timed_out', queuedAt: '2018-08-08T14:06:45Z', ackDeadlineAt: '2018-08-08T14:07:45Z' }),
+    ]);
+    expect(marks.map((m) => [formatUtc(m.t), m.kind, m.label])).toEqual([
+      ['2018-08-08 14:06:30.000', 'dispatched', 'RTL: dispatched'],
+      ['2018-08-08 14:06:30.500', 'delivered', 'RTL: delivered'],
+      ['2018-08-08 14:06:31.250', 'acked', 'RTL: acked (vehicle time) — done'],
+      ['2018-08-08 14:06:40.000', 'event', 'LINK_LOSS: no frames for 4.0 s'],
+      ['2018-08-08 14:06:45.000', 'dispatched', 'LAND: dispatched'],
+      ['2018-08-08 14:07:45.000', 'timed_out', 'LAND: timed out'],
+    ]);
+  });
+
+  it('keeps the microseconds of an RFC 3339 time', () => {
+    expect(timestampSeconds('2018-08-08T14:06:30.123456Z') - Date.UTC(2018, 7, 8, 14, 6, 30) / 1000).toBeCloseTo(0.123456, 6); // within half a microsecond: float64 seconds near 2018 resolve ~0.24 µs
+  });
+});
