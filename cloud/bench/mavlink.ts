@@ -155,14 +155,14 @@ interface PreparedBatch {
   frames: number;
   sql: string;
   params: unknown[];
-  /** Per message id of the batch: which parameter is its frame_seq array, and the capture index of each row. */
+  /** Per message id of the batch: which parameter is its row array, and the capture index of each row. */
   seqs: Array<{ param: number; rows: Float64Array }>;
 }
 
 const BASELINE_TARGET: NarrowTarget = { datasetId: '00000000-0000-0000-0000-000000000000', arrays: binaryArrays, binary: true };
 
 /** The capture decoded once into the writer's own insert statement (one insert per message id, one statement per batch) into `baseline_m_<msgid>`. */
-function prepareBaseline(db: Kysely<Database>): PreparedBatch[] {
+function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, number>): PreparedBatch[] {
   const sessions = new BootSessions([]);
   const out: PreparedBatch[] = [];
   for (let b = 0; b < frames.length; b += BATCH) {
@@ -173,23 +173,38 @@ function prepareBaseline(db: Kysely<Database>): PreparedBatch[] {
       sessions.assign({ frameSeq: seq, compid: batch.compid[f]!, receivedUs: batch.receivedUs[f]!, ...(Number.isFinite(batch.bootUs[f]!) && { bootUs: batch.bootUs[f]! }) }),
     );
     const groups = [...batch.groups.values()];
-    const inserts = groups.map((group, i) => sql`${sql.raw(`i${i}`)} as (${insertGroup(BASELINE_TARGET, `baseline_m_${group.layout.msgid}`, batch, group, sessionOf, false)})`);
+    const inserts = groups.map((group, i) => sql`${sql.raw(`i${i}`)} as (${insertGroup(BASELINE_TARGET, { table: `baseline_m_${group.layout.msgid}`, rowType: rowTypes.get(group.layout.msgid)! }, batch, group, sessionOf, false)})`);
     const compiled = sql`with ${sql.join(inserts)} select 1`.compile(db);
     const params = [...compiled.parameters];
-    // insertGroup's first parameter is the frame_seq array: find each group's by position order.
+    // Each insert's one parameter is its rows as an array of the table's row type, in group order.
     const seqs: PreparedBatch['seqs'] = [];
-    let search = 0;
-    for (const group of groups) {
+    if (params.length !== groups.length) throw new Error(`baseline: ${params.length} parameters for ${groups.length} message ids`);
+    groups.forEach((group, i) => {
       const rows = new Float64Array(group.frames.length);
       group.frames.forEach((f, r) => (rows[r] = b + f));
-      const expected = binaryArrays.int8(Float64Array.from(rows, (x) => x + 1)) as Buffer;
-      while (search < params.length && !(Buffer.isBuffer(params[search]) && (params[search] as Buffer).equals(expected))) search++;
-      if (search === params.length) throw new Error('baseline: frame_seq parameter not found');
-      seqs.push({ param: search++, rows });
-    }
+      seqs.push({ param: i, rows });
+    });
     out.push({ frames: batch.frames, sql: compiled.sql, params, seqs });
   }
   return out;
+}
+
+/**
+ * A copy of a binary row array (column-arrays.ts binaryRowArray) with row r's frame_seq set to
+ * `base + rows[r]`: frame_seq is each record's first column, 16 bytes into the record.
+ */
+function withFrameSeqs(rowArray: Buffer, rows: Float64Array, base: number): Buffer {
+  const buf = Buffer.from(rowArray);
+  let pos = 20;
+  for (let r = 0; r < rows.length; r++) {
+    const length = buf.readInt32BE(pos);
+    const seq = base + rows[r]!;
+    const hi = Math.floor(seq / 4294967296);
+    buf.writeInt32BE(hi, pos + 16);
+    buf.writeUInt32BE(seq - hi * 4294967296, pos + 20);
+    pos += 4 + length;
+  }
+  return buf;
 }
 
 async function baselinePhase(databaseUrl: string, databaseName: string, streams: number, prepared: PreparedBatch[]) {
@@ -208,7 +223,7 @@ async function baselinePhase(databaseUrl: string, databaseName: string, streams:
         for (const batch of prepared) {
           if (performance.now() >= deadline) break;
           const params = [...batch.params];
-          for (const { param, rows } of batch.seqs) params[param] = binaryArrays.int8(Float64Array.from(rows, (x) => replay * frames.length + x + 1));
+          for (const { param, rows } of batch.seqs) params[param] = withFrameSeqs(params[param] as Buffer, rows, replay * frames.length + 1);
           await client.query(batch.sql, params);
           framesDone += batch.frames;
           batches++;
@@ -347,7 +362,9 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   const all = await admin.query<{ table_name: string }>('select table_name from narrow_message_tables');
   for (const t of all.rows) await admin.query(`truncate "${t.table_name}"`);
   await admin.query('checkpoint');
-  const prepared = prepareBaseline(handle.db);
+  const rowTypes = new Map<number, number>();
+  for (const t of tables.rows) rowTypes.set(t.msgid, (await admin.query<{ o: number }>(`select '"baseline_m_${t.msgid}"'::regtype::oid::int8::float8 as o`)).rows[0]!.o);
+  const prepared = prepareBaseline(handle.db, rowTypes);
   const base = await baselinePhase(database.url, database.name, STREAMS, prepared);
   for (const t of tables.rows) await admin.query(`drop table "baseline_m_${t.msgid}"`);
   await admin.end();

@@ -127,15 +127,19 @@ export const SOURCE_NAME_SQL = `(case time_source when 'g' then 'gps' when 'b' t
 export interface MessageTable {
   msgid: number;
   table: string;
+  /** The oid of the table's row type: the writer sends a table's rows as one array of it (column-arrays.ts). */
+  rowType: number;
   /** Signals the table has stored a value of. */
   signals: Set<string>;
 }
 
 /** A dataset's message tables, by message id. */
 export async function loadMessageTables(db: Executor, datasetId: string): Promise<Map<number, MessageTable>> {
-  const result = await sql<{ msgid: number; table_name: string; signals: string[] }>`
-    select msgid, table_name, signals from narrow_message_tables where dataset_id = ${datasetId}::uuid order by msgid`.execute(db);
-  return new Map(result.rows.map((r) => [r.msgid, { msgid: r.msgid, table: r.table_name, signals: new Set(r.signals) }]));
+  const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number }>`
+    select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type
+    from narrow_message_tables t join pg_class c on c.oid = to_regclass(quote_ident(t.table_name))
+    where t.dataset_id = ${datasetId}::uuid order by t.msgid`.execute(db);
+  return new Map(result.rows.map((r) => [r.msgid, { msgid: r.msgid, table: r.table_name, rowType: r.row_type, signals: new Set(r.signals) }]));
 }
 
 /**
@@ -158,7 +162,8 @@ export async function ensureMessageTables(
       if (timescale) await makeNarrowHypertable(db, name);
       await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}')
         on conflict (dataset_id, msgid) do nothing`.execute(db);
-      table = { msgid, table: name, signals: new Set() };
+      const row = await sql<{ row_type: number }>`select reltype::int8::float8 as row_type from pg_class where oid = to_regclass(${quoteIdent(name)})`.execute(db);
+      table = { msgid, table: name, rowType: row.rows[0]!.row_type, signals: new Set() };
       known.set(msgid, table);
     }
     const added = [...signals].filter((s) => !table.signals.has(s));

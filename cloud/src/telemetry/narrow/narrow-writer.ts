@@ -4,7 +4,7 @@ import type { Executor } from '../../db/executor.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession } from './boot-sessions.ts';
-import { binaryColumn, textColumn } from './column-arrays.ts';
+import { binaryRowArray, textColumn } from './column-arrays.ts';
 import { ensureMessageTables, loadMessageTables, quoteIdent, SOURCE_CODE, SQL_TYPE, type MessageTable } from './message-tables.ts';
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
 import { loadBootSessions } from './session-store.ts';
@@ -183,7 +183,7 @@ async function writeRows(
   // Without conflicts every frame is new, so only the conflict path counts what it inserted (a frame is one row of one table).
   const inserts = [...batch.groups.values()].map((group, i) => {
     const name = sql.raw(`i${i}`);
-    const insert = insertGroup(target, tables.get(group.layout.msgid)!.table, batch, group, sessionOf, onConflict, guard);
+    const insert = insertGroup(target, tables.get(group.layout.msgid)!, batch, group, sessionOf, onConflict, guard);
     return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
   });
   const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
@@ -264,21 +264,34 @@ export function clockColumns(batch: NarrowBatch, frames: readonly number[], sess
   return { seq, time, source, boot, session, received };
 }
 
-/** The insert of one message id's frames into its table: `unnest` of one array per column (`rows from`: a message can have more columns than a function has arguments). */
+/**
+ * The insert of one message id's frames into its table. node-postgres: `unnest` of one binary array of
+ * the table's row type. PGlite (text parameters): `unnest` of one array per column (`rows from`: a
+ * message can have more columns than a function has arguments).
+ */
 export function insertGroup(
   target: NarrowTarget,
-  table: string,
+  into: Pick<MessageTable, 'table' | 'rowType'>,
   batch: NarrowBatch,
   group: MessageGroup,
   sessionOf: ArrayLike<number>,
   onConflict: boolean,
   guard?: RawBuilder<unknown>,
 ): RawBuilder<unknown> {
-  const { seq, time, source, boot, session, received } = clockColumns(batch, group.frames, sessionOf);
+  const clock = clockColumns(batch, group.frames, sessionOf);
+  const table = into.table;
+  const tail = sql`${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
+  if (target.binary) {
+    // One array of the table's row type: PostgreSQL sets up one unnest per table instead of one per
+    // column, which halved the statement's time (docs/PERFORMANCE.md).
+    const rows = binaryRowArray(into.rowType, group.layout.columns.map((c) => c.type), clock, group.values);
+    return sql`insert into ${sql.table(table)} select * from unnest(${rows}::${sql.table(table)}[]) ${tail}`;
+  }
+  const { seq, time, source, boot, session, received } = clock;
   const a = target.arrays;
   const times = timestamptzArray(time, target.binary, 'u.t');
   const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
-  const column = target.binary ? binaryColumn : textColumn;
+  const column = textColumn;
   const columns = group.layout.columns;
   const fieldParams = columns.map((c, i) => sql`${column(c.type, group.values[i]!)}::${sql.raw(SQL_TYPE[c.type])}[]`);
   const aliases = columns.map((_, i) => `c${i}`);
@@ -289,8 +302,7 @@ export function insertGroup(
     from rows from (unnest(${a.int8(seq)}::int8[]), unnest(${times.param}), unnest(${receivedTimes.param}), unnest(${column('int8', boot)}::int8[]),
                     unnest(${a.int4(session)}::int4[]), unnest(${`{${source.join(',')}}`}::"char"[]), ${sql.join(fieldParams.map((p) => sql`unnest(${p})`))})
       as ${sql.raw(`u(seq, t, rcv, boot, sess, src, ${aliases.join(', ')})`)}
-    ${guard ? sql`where ${guard}` : sql``}
-    ${onConflict ? sql`on conflict do nothing` : sql``}`;
+    ${tail}`;
 }
 
 function int8List(values: ReadonlyArray<number | null>): string {
