@@ -34,6 +34,13 @@ type PhaseName = (typeof PHASE_NAMES)[number];
 const PHASES = (process.env.BENCH_PHASES ?? PHASE_NAMES.join(',')).split(',').map((p) => p.trim()) as PhaseName[];
 for (const p of PHASES) if (!PHASE_NAMES.includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (use ${PHASE_NAMES.join(',')})`);
 const START_US = Date.UTC(2026, 0, 1) * 1000;
+/**
+ * The V8 options the cloud runs with in production (cloud/Dockerfile's NODE_OPTIONS, `npm start`): the young
+ * generation bounded to 2 × 16 MB (V8 grows it to 2 × 64 MB under sustained allocation and keeps it). The
+ * bench measures what ships; BENCH_SERVER_NODE_OPTIONS replaces them (set it to "" for V8's defaults).
+ */
+const SERVER_NODE_OPTIONS = '--max-semi-space-size=16';
+process.env.BENCH_SERVER_NODE_OPTIONS ??= SERVER_NODE_OPTIONS;
 
 /** Current and peak resident set of a process, MB. */
 function rssOf(pid: number): { rss: number; peak: number } {
@@ -42,14 +49,45 @@ function rssOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
-/** Samples RSS once a second while load runs, for the curve printed with the result. */
-function sampler(pid: number) {
+/** What the server's V8 holds (its /metrics: prom-client's process metrics), MB. */
+interface HeapSample {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  newSpace: number;
+}
+
+async function heapOf(server: BenchServer): Promise<HeapSample | undefined> {
+  try {
+    const text = await (await fetch(`${server.httpUrl}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
+    const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+    return {
+      rss: rssOf(server.child.pid!).rss,
+      heapTotal: value('sortie_nodejs_heap_size_total_bytes'),
+      heapUsed: value('sortie_nodejs_heap_size_used_bytes'),
+      external: value('sortie_nodejs_external_memory_bytes'),
+      newSpace: value('sortie_nodejs_heap_space_size_total_bytes{space="new"}'),
+    };
+  } catch {
+    return undefined; // the server too busy to answer within 2 s: no sample this time
+  }
+}
+
+/** Samples RSS once a second while load runs, for the curve printed with the result, and V8's heap at the highest RSS seen. */
+function sampler(server: BenchServer) {
   const samples: number[] = [];
-  const timer = setInterval(() => samples.push(rssOf(pid).rss), 1000);
+  let atPeak: HeapSample | undefined;
+  const timer = setInterval(() => {
+    samples.push(rssOf(server.child.pid!).rss);
+    void heapOf(server).then((h) => {
+      if (h && (!atPeak || h.rss > atPeak.rss)) atPeak = h;
+    });
+  }, 1000);
   return {
     stop: () => {
       clearInterval(timer);
-      return samples;
+      return { samples, atPeak };
     },
   };
 }
@@ -170,6 +208,7 @@ interface PhaseResult {
   afterIdle: number;
   rate: string;
   curve: number[];
+  atPeak: HeapSample | undefined;
 }
 
 async function phase(name: PhaseName, databaseUrl: string): Promise<PhaseResult> {
@@ -197,7 +236,7 @@ async function phase(name: PhaseName, databaseUrl: string): Promise<PhaseResult>
     // The baseline: this server, started and set up, before any load.
     await sleep(2000);
     const idleBefore = rssOf(pid).rss;
-    const samples = sampler(pid);
+    const samples = sampler(server);
     const started = performance.now();
     const deadline = started + SECONDS * 1000;
     const done =
@@ -209,9 +248,9 @@ async function phase(name: PhaseName, databaseUrl: string): Promise<PhaseResult>
     const elapsed = (performance.now() - started) / 1000;
     const afterLoad = rssOf(pid).rss;
     await sleep(IDLE_SECONDS * 1000);
-    const curve = samples.stop();
+    const { samples: curve, atPeak } = samples.stop();
     const { rss: afterIdle, peak } = rssOf(pid);
-    return { name, idleBefore, peak, afterLoad, afterIdle, rate: `${Math.round(done.units / elapsed).toLocaleString('en-US')} ${done.unit}/s`, curve };
+    return { name, idleBefore, peak, afterLoad, afterIdle, rate: `${Math.round(done.units / elapsed).toLocaleString('en-US')} ${done.unit}/s`, curve, atPeak };
   } finally {
     await server.stop();
   }
@@ -225,7 +264,10 @@ const LABEL: Record<PhaseName, string> = {
 
 const database = await createTestDatabase();
 try {
-  console.log(`bench:memory — server RSS per ingest path: ${SECONDS} s of load, then ${IDLE_SECONDS} s idle; a fresh server process per phase`);
+  console.log(
+    `bench:memory — server RSS per ingest path: ${SECONDS} s of load, then ${IDLE_SECONDS} s idle; a fresh server process per phase; ` +
+      `server NODE_OPTIONS "${process.env.BENCH_SERVER_NODE_OPTIONS}"`,
+  );
   const results: PhaseResult[] = [];
   for (const name of PHASES) {
     const r = await phase(name, database.url);
@@ -237,6 +279,13 @@ try {
         `end of load ${r.afterLoad.toFixed(0)} | after ${IDLE_SECONDS} s idle ${r.afterIdle.toFixed(0)} | target peak ≤ ${TARGET_MB}: ${r.peak <= TARGET_MB ? 'met' : 'MISSED'}`,
     );
     console.log(`  RSS every ${every} s: ${r.curve.filter((_, i) => i % every === 0).map((v) => v.toFixed(0)).join(' ')}`);
+    const h = r.atPeak;
+    if (h) {
+      console.log(
+        `  at the highest sampled RSS (${h.rss.toFixed(0)} MB): V8 heap ${h.heapTotal.toFixed(0)} MB (used ${h.heapUsed.toFixed(0)}, new space ${h.newSpace.toFixed(0)}), ` +
+          `external ${h.external.toFixed(0)} MB, the rest (code, native, allocator) ${(h.rss - h.heapTotal - h.external).toFixed(0)} MB`,
+      );
+    }
   }
   console.log(`targets: ${results.map((r) => `${r.name} peak ${r.peak.toFixed(0)} MB ${r.peak <= TARGET_MB ? 'met' : 'MISSED'}`).join('; ')}`);
 } finally {
