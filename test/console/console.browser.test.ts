@@ -224,6 +224,11 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await page.mouse.move(over!.x + over!.width * 0.8, over!.y + 20);
     await expect.poll(() => page.locator('[data-testid=track-marker]').getAttribute('cx')).not.toBe(first);
     expect(await page.locator('.band').count()).toBeGreaterThan(0);
+    // The band lies on the plots' time axis: inside the plot area's columns, under the plots.
+    const plotArea = (await page.locator(`figure.pane[data-channel="${ROLL}"] .u-over`).boundingBox())!;
+    const bands = await page.locator('.band').evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => [r.left, r.right]));
+    expect(Math.min(...bands.map(([l]) => l!))).toBeGreaterThanOrEqual(plotArea.x - 1);
+    expect(Math.max(...bands.map(([, r]) => r!))).toBeLessThanOrEqual(plotArea.x + plotArea.width + 1);
     await page.screenshot({ path: join(shots, 'console-flight.png'), fullPage: true });
   });
 

@@ -6,7 +6,7 @@ import { CommandsPanel } from './commands-panel.ts';
 import { FlightView } from './flight-view.ts';
 import { formatIso } from './format.ts';
 import { marksOf } from './marks.ts';
-import { Plot, type PlotWindow } from './plot.ts';
+import { Plot, type PlotAxis, type PlotWindow } from './plot.ts';
 import { need } from './scopes.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
@@ -100,6 +100,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const [error, setError] = useState('');
   const [cursor, setCursor] = useState<number | undefined>();
   const [span, setSpan] = useState<PlotWindow | undefined>();
+  const [axis, setAxis] = useState<PlotAxis | undefined>();
   const [exporting, setExporting] = useState('');
 
   useEffect(() => {
@@ -206,9 +207,9 @@ function DatasetView(props: DatasetProps): VNode<any> {
           ])
         : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
       selected.length > 0
-        ? h(Plot, { api, experimentId, datasetId, channels: selected, window, onWindow: setWindow, marks, onCursor: setCursor, onSpan: (s: PlotWindow) => setSpan((known) => known ?? s) })
+        ? h(Plot, { api, experimentId, datasetId, channels: selected, window, onWindow: setWindow, marks, onCursor: setCursor, onSpan: (s: PlotWindow) => setSpan((known) => known ?? s), onAxis: setAxis })
         : null,
-      props.narrow ? h(FlightView, { api, experimentId, datasetId, window, cursor }) : null,
+      props.narrow ? h(FlightView, { api, experimentId, datasetId, window, cursor, axis: selected.length > 0 ? axis : undefined }) : null,
       h(CommandsPanel, { api, session, experimentId, datasetId, onCommands: setCommands }),
     ]),
   ]);

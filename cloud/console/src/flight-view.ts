@@ -4,7 +4,7 @@ import type { ConsoleApi } from './api.ts';
 import { formatUtc } from './format.ts';
 import { indexAtOrBefore, localTrack, type LocalTrack } from './geo.ts';
 import { stateSpans, type StateSpan } from './heartbeat.ts';
-import type { PlotWindow } from './plot.ts';
+import type { PlotAxis, PlotWindow } from './plot.ts';
 
 const LAT = 'mavlink.GLOBAL_POSITION_INT.lat';
 const LON = 'mavlink.GLOBAL_POSITION_INT.lon';
@@ -19,6 +19,8 @@ interface Props {
   datasetId: string;
   window: PlotWindow | undefined;
   cursor: number | undefined;
+  /** The plots' time axis when plots are shown: the band is drawn on it, under them. */
+  axis: PlotAxis | undefined;
 }
 
 /** GPS track in local metres with a marker at the plot cursor, and the flight mode / armed band from HEARTBEAT. */
@@ -77,21 +79,13 @@ export function FlightView(props: Props): VNode<any> {
     return { x: geometry.px(track.x[i]!), y: geometry.py(track.y[i]!), east: track.x[i]!, north: track.y[i]! };
   }, [track, geometry, props.cursor]);
 
-  const band = props.window ?? range;
+  // On the plots' axis when there are plots (the same pixels for the same instant), else across the width.
+  const band = props.axis ? { from: props.axis.min, to: props.axis.max } : (props.window ?? range);
+  const place = (fraction: number) => (props.axis ? `${props.axis.left + fraction * props.axis.width}px` : `${fraction * 100}%`);
   return h('section', { class: 'flight', 'aria-label': 'Flight' }, [
     h('h3', null, 'Flight'),
     error ? h('p', { class: 'error', role: 'alert' }, `Flight data unavailable: ${error}`) : null,
     track && track.x.length === 0 ? h('p', { class: 'muted' }, 'No GPS fix in GLOBAL_POSITION_INT.') : null,
-    geometry
-      ? h('figure', { class: 'track' }, [
-          h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length }, [
-            h('rect', { x: 0, y: 0, width: SIZE, height: SIZE, class: 'track-bg' }),
-            h('path', { d: geometry.d, class: 'track-path' }),
-            marker ? h('circle', { cx: marker.x, cy: marker.y, r: 6, class: 'track-marker', 'data-testid': 'track-marker' }) : null,
-          ]),
-          h('figcaption', { class: 'muted' }, marker ? `At cursor: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix` : 'Local metres from the first fix; hover the plots to follow the vehicle.'),
-        ])
-      : null,
     band && spans.length > 0
       ? h('div', { class: 'state-band', role: 'group', 'aria-label': 'Flight mode and armed state' }, [
           h(
@@ -104,11 +98,21 @@ export function FlightView(props: Props): VNode<any> {
                 const right = Math.min(1, (s.to - band.from) / (band.to - band.from));
                 return h(
                   'span',
-                  { class: `band ${s.armed ? 'armed' : 'disarmed'}`, style: { left: `${left * 100}%`, width: `${Math.max(0, right - left) * 100}%` }, title: `${s.mode}, ${s.armed ? 'armed' : 'disarmed'} from ${formatUtc(s.from)} UTC` },
+                  { class: `band ${s.armed ? 'armed' : 'disarmed'}`, style: { left: place(left), width: props.axis ? `${Math.max(0, right - left) * props.axis.width}px` : `${Math.max(0, right - left) * 100}%` }, title: `${s.mode}, ${s.armed ? 'armed' : 'disarmed'} from ${formatUtc(s.from)} UTC` },
                   `${s.mode}${s.armed ? ' · armed' : ''}`,
                 );
               }),
           ),
+        ])
+      : null,
+    geometry
+      ? h('figure', { class: 'track' }, [
+          h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length }, [
+            h('rect', { x: 0, y: 0, width: SIZE, height: SIZE, class: 'track-bg' }),
+            h('path', { d: geometry.d, class: 'track-path' }),
+            marker ? h('circle', { cx: marker.x, cy: marker.y, r: 6, class: 'track-marker', 'data-testid': 'track-marker' }) : null,
+          ]),
+          h('figcaption', { class: 'muted' }, marker ? `At cursor: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix` : 'Local metres from the first fix; hover the plots to follow the vehicle.'),
         ])
       : null,
   ]);

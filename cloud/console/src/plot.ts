@@ -12,6 +12,14 @@ export interface PlotWindow {
   to: number;
 }
 
+/** The time axis as drawn: the plot area's left edge and width in CSS pixels within the panes, and its time range (Unix seconds). */
+export interface PlotAxis {
+  left: number;
+  width: number;
+  min: number;
+  max: number;
+}
+
 interface PaneData {
   channel: Channel;
   series: QuerySeries;
@@ -42,6 +50,8 @@ export interface PlotProps {
   onCursor: (t: number | undefined) => void;
   /** The span of the unzoomed data, once known. */
   onSpan: (span: PlotWindow) => void;
+  /** Where the time axis is drawn, for what is placed under the plots on the same axis. */
+  onAxis?: (axis: PlotAxis) => void;
 }
 
 /**
@@ -57,7 +67,16 @@ export function Plot(props: PlotProps): VNode<any> {
   const [extent, setExtent] = useState<PlotWindow | undefined>();
   const [error, setError] = useState<string>('');
   const [loading, setLoading] = useState(false);
-  const [axis, setAxis] = useState<{ left: number; width: number; min: number; max: number } | undefined>();
+  const [axis, setAxisState] = useState<PlotAxis | undefined>();
+  const drawnAxis = useRef<PlotAxis | undefined>(undefined);
+  const setAxis = (next: PlotAxis) => {
+    // Every draw reports the axis; only a changed one re-renders what is placed on it.
+    const known = drawnAxis.current;
+    if (known && known.left === next.left && known.width === next.width && known.min === next.min && known.max === next.max) return;
+    drawnAxis.current = next;
+    setAxisState(next);
+    props.onAxis?.(next);
+  };
   const channelKey = props.channels.map((c) => c.hypertableColName).join('\n');
   const windowKey = props.window ? `${props.window.from}-${props.window.to}` : 'all';
 
@@ -139,7 +158,7 @@ interface PaneProps {
   showAxis: boolean;
   onWindow: (window: PlotWindow) => void;
   onCursor: (t: number | undefined) => void;
-  onAxis: ((axis: { left: number; width: number; min: number; max: number }) => void) | undefined;
+  onAxis: ((axis: PlotAxis) => void) | undefined;
 }
 
 /** Tick labels in UTC on a 24-hour clock, as precise as the tick spacing needs (uPlot's default is a local 12-hour clock). */
@@ -274,7 +293,7 @@ function Pane(props: PaneProps): VNode<any> {
 }
 
 /** The marks as focusable points under the plots: hover or focus shows the event's message. */
-function Timeline(props: { marks: TimelineMark[]; axis: { left: number; width: number; min: number; max: number } | undefined }): VNode<any> | null {
+function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }): VNode<any> | null {
   const [hover, setHover] = useState<number | undefined>();
   const { axis } = props;
   const visible = useMemo(() => (axis ? props.marks.map((m, i) => ({ m, i })).filter(({ m }) => m.t >= axis.min && m.t <= axis.max) : []), [props.marks, axis]);
