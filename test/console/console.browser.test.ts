@@ -365,6 +365,35 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await limited.context().close();
   });
 
+  it("plots a wide dataset's channel (Query addresses it by its ch_N index); a text channel is listed but cannot be plotted", async () => {
+    const reg = await call('POST', '/api/streams/register', {
+      experimentId,
+      datasetName: 'thrust stand',
+      channels: [
+        { name: 'thrust', unit: 'N', dataType: 'double' },
+        { name: 'phase', unit: '', dataType: 'string' },
+      ],
+    });
+    const start = Date.UTC(2026, 0, 5, 9, 0, 0);
+    const rows = Array.from({ length: 3000 }, (_, i) => ({
+      timestamp: new Date(start + i * 10).toISOString(),
+      values: { thrust: Math.sin(i / 100) * 50 + 50, ...(i % 1000 === 0 && { phase: `step ${i / 1000}` }) },
+    }));
+    await call('POST', '/api/datasets/append', { experimentId, datasetId: reg.datasetId, rows });
+    await page.goto(`${f.t.url}/?experiment=${experimentId}&dataset=${reg.datasetId}`);
+    await page.locator('text=thrust stand').first().waitFor();
+    expect(await page.locator('.datasets li', { hasText: 'thrust stand' }).textContent()).toContain('wide');
+    await expect.poll(() => page.textContent('[data-testid=dataset-span]')).toBe('2026-01-05 09:00:00.000 UTC → 2026-01-05 09:00:29.990 UTC');
+    expect(await page.locator('input[data-channel="ch_1"]').isDisabled()).toBe(true);
+    expect(await page.locator('.channel-groups li', { hasText: 'phase' }).textContent()).toContain('not plotted');
+    await page.check('input[data-channel="ch_0"]');
+    const pane = page.locator('figure.pane[data-channel="ch_0"]');
+    await expect.poll(() => pane.getAttribute('data-raw-points')).toBe('3000');
+    expect(await page.locator('.plot-toolbar [role=alert]').count()).toBe(0);
+    expect((await paneNumbers(pane)).shown).toBeLessThanOrEqual((await paneNumbers(pane)).width);
+    await expectAccessible(page, 'wide dataset');
+  });
+
   it('loaded everything under the CSP without a violation or page error', () => {
     expect(problems).toEqual([]);
   });
