@@ -269,12 +269,14 @@ const ROUTE_TABLE = [
     description:
       'Raw rows, never downsampled, in time order, written as they are read (a long flight is never held whole in memory). ' +
       '`channel` repeats (`&channel=a&channel=b`); none exports every channel; an unknown one is 400 naming `channel`. ' +
-      'Wide datasets: every channel type, rows where at least one chosen channel has a value. MAVLink (narrow) datasets: the numeric ' +
-      'signals Query reads (text and raw-byte signals are refused), on aligned time, exactly the samples Query answers. ' +
+      'Wide datasets: every channel type, rows where at least one chosen channel has a value. MAVLink (narrow) datasets: every stored ' +
+      'signal (numbers, text, unknown ids\' raw payloads), on aligned time; numeric signals exactly the samples Query answers. ' +
       'CSV: header `time,time_unix_us,<channel names…>`, time in RFC 3339 UTC with microseconds and as integer Unix µs, an empty cell where ' +
-      'a row has no value, booleans `true`/`false`, bytes as `0x` hex; MAVLink signals sampled at one aligned instant share a line. ' +
-      'MCAP (Foxglove opens it): MAVLink datasets one channel `/mavlink/<MESSAGE>` per message type, wide datasets one channel `/rows`, ' +
-      'JSON-schema-encoded JSON messages with log time = sample time; events on `/events` as `foxglove.Log`. ' +
+      'a row has no value, booleans `true`/`false`, text as RFC 4180 strings, bytes as base64; MAVLink frames at one aligned instant share a line. ' +
+      'MCAP (Foxglove opens it): MAVLink datasets one channel `/mavlink/<MESSAGE>` per message type and one message per stored frame with ' +
+      'every field it carried (numeric arrays as arrays, text as strings, `UNKNOWN_<id>.raw` as base64, NaN as null; named signals choose ' +
+      'the message types and fields), wide datasets one channel `/rows`; JSON-schema-encoded JSON messages with log time = sample (aligned) ' +
+      'time, in time order across channels; events on `/events` as `foxglove.Log`. ' +
       'The file name comes in Content-Disposition. A failure after the first bytes cannot change the status: the connection is then cut ' +
       'before the body ends, which HTTP clients report as an error (and an MCAP reader as a missing footer).',
     auth: 'datasets:read',
