@@ -20,8 +20,10 @@ export const EXPORT_MAX_CHANNELS = 2000;
 /**
  * GET /api/datasets/export (datasets:read): a dataset's raw rows as a streamed file, never downsampled.
  * `channel` is repeatable (`?channel=a&channel=b`); none exports every channel. A wide dataset's channel
- * is its name or `ch_N`, a MAVLink (narrow) dataset's its signal name (`mavlink.ATTITUDE.roll`). `start`
- * is inclusive and `end` exclusive, as in Query; narrow datasets are cut on their aligned time axis.
+ * is its name or `ch_N`, a MAVLink (narrow) dataset's its signal name (`mavlink.ATTITUDE.roll`, any kind:
+ * numbers, text, `mavlink.UNKNOWN_<id>.raw`); in a MAVLink MCAP the named signals choose the message types
+ * and their fields. `start` is inclusive and `end` exclusive, as in Query; narrow datasets are cut on
+ * their aligned time axis.
  */
 export const ExportQuerySchema = z.object({
   datasetId: Uuid,
@@ -44,10 +46,14 @@ export const EXPORT_CSV_TIME_COLUMNS = ['time', 'time_unix_us'] as const;
 
 /**
  * The MCAP file's layout, so readers (and Foxglove layouts) can name channels without guessing.
- * MAVLink datasets: one channel per message type, topic `/mavlink/<MESSAGE>`, each message a JSON object
- * of that message's fields present at that aligned time. Wide datasets: one channel `/rows`, each message
- * one row (`{ "<channel name>": value, … }`, null where no value was written). Events: `/events`, schema
- * `foxglove.Log`. Every message's log time is its sample time in ns since 1970.
+ * MAVLink datasets: one channel per message type, topic `/mavlink/<MESSAGE>` (`UNKNOWN_<id>` for an id
+ * outside the dialect; the dataset is one system id, in the `sortie.dataset` metadata as
+ * `mavlinkSystemId`), one message per stored frame: a JSON object of every field the frame carried, named
+ * as in the dialect XML (numeric arrays as arrays, char fields as strings, `raw` as base64; NaN and
+ * infinities as null; a v1 frame's extension fields absent). Wide datasets: one channel `/rows`, each
+ * message one row (`{ "<channel name>": value, … }`, null where no value was written). Events: `/events`,
+ * schema `foxglove.Log`. Every message's log time is its sample time (aligned, for MAVLink) in ns since
+ * 1970, and messages come in log-time order across channels.
  */
 export const MCAP_TOPICS = {
   mavlinkPrefix: '/mavlink/',
