@@ -1,11 +1,13 @@
 // npm run bench:export — GET /api/datasets/export of a long wide flight (8 double channels × 1.25 M rows
-// at 20 kHz, loaded through StreamSubmit) as CSV and MCAP, and of the SITL MAVLink capture as CSV, from a
-// server in a child process: wall time, rows and MB per second, and how far the server's resident memory
-// rose while the file streamed (its peak is reset before each export; the largest rise of the measured runs,
-// after one unmeasured export of each kind has grown the heap), next to the file's size. Baselines
-// in the same run: the rows read straight from PostgreSQL in one query (no HTTP, no formatting) for the
-// wide flight, and Query of every signal at a budget that returns raw samples for the capture.
-// Options: BENCH_ROWS (1250000), BENCH_RUNS (3).
+// at 20 kHz, loaded through StreamSubmit) as CSV and MCAP, and of a long MAVLink flight (the SITL capture
+// replayed 28 times into one 97-minute boot, 669,000 frames, as bench:mavlink) as CSV and MCAP, from a
+// server in a child process: wall time, rows (frames) and MB per second, and how far the server's resident
+// memory rose while the file streamed (its peak is reset before each export; the largest rise of the
+// measured runs, after one unmeasured export of each kind has grown the heap), next to the file's size.
+// Baselines in the same run: the rows read straight from PostgreSQL in one query (no HTTP, no formatting)
+// for the wide flight; for the MAVLink flight, every message table read whole in one query each (no order
+// across tables, no HTTP, no JSON), and Query of every numeric signal at a budget that returns raw samples.
+// Options: BENCH_ROWS (1250000), BENCH_MAVLINK_REPLAYS (28), BENCH_RUNS (3).
 import { writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import { createClient } from '@connectrpc/connect';
@@ -13,13 +15,15 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
 import pg from 'pg';
 import { wideTableName } from '../src/datasets/wide-table.ts';
-import { fixtureFrames, fixturePoints } from '../src/telemetry/narrow/fixture-frames.ts';
+import { fixtureFrames, framePoint } from '../src/telemetry/narrow/fixture-frames.ts';
+import { replayFrames } from '../src/telemetry/narrow/long-flight.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, registerWideDataset, startServerProcess, type BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_250_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const REPLAYS = Number(process.env.BENCH_MAVLINK_REPLAYS ?? 28);
 const CHANNELS = 8;
 const BATCH = 1000;
 const SAMPLE_US = 50;
@@ -111,11 +115,17 @@ try {
   });
   const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.grpcPort}` }));
   const headers = { 'x-api-key': apiKey };
-  const points = fixturePoints(fixtureFrames('arduplane-sitl-vtol.tlog'));
+  const capture = fixtureFrames('arduplane-sitl-vtol.tlog');
+  // Replays joined into one boot: the capture's span plus a second between replays.
+  const spanUs = capture[capture.length - 1]!.receivedUs - capture[0]!.receivedUs + 1_000_000;
+  const frameCount = capture.length * REPLAYS;
   await client.streamSubmit(
     (async function* () {
       yield { message: { case: 'header' as const, value: { experimentId: experiment.id, datasetId: narrow.datasetId, format: 'mavlink-raw-v1' } } };
-      for (let i = 0; i < points.length; i += 500) yield { message: { case: 'batch' as const, value: { points: points.slice(i, i + 500) } } };
+      for (let r = 0; r < REPLAYS; r++) {
+        const points = replayFrames(capture, r, spanUs).map((f, i) => framePoint(f.bytes, f.receivedUs, r * capture.length + i + 1));
+        for (let i = 0; i < points.length; i += 500) yield { message: { case: 'batch' as const, value: { points: points.slice(i, i + 500) } } };
+      }
     })(),
     { headers },
   );
@@ -125,11 +135,13 @@ try {
   await direct.query('vacuum analyze');
   console.log(
     `bench:export — wide: ${ROWS.toLocaleString('en-US')} rows × ${CHANNELS} channels (${(ROWS * CHANNELS).toLocaleString('en-US')} values); ` +
-      `MAVLink: arduplane-sitl-vtol.tlog (${points.length.toLocaleString('en-US')} frames); loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s; median of ${RUNS} runs`,
+      `MAVLink: arduplane-sitl-vtol.tlog × ${REPLAYS} (${frameCount.toLocaleString('en-US')} frames, ${((spanUs * REPLAYS) / 60e6).toFixed(0)} min); loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s; median of ${RUNS} runs`,
   );
 
   // One unmeasured export of each kind first: the first grows the server's heap, which later ones reuse.
-  for (const q of [`datasetId=${wideId}&format=csv`, `datasetId=${wideId}&format=mcap`, `datasetId=${narrow.datasetId}&format=csv`]) await download(server, apiKey, q);
+  for (const q of [`datasetId=${wideId}&format=csv`, `datasetId=${wideId}&format=mcap`, `datasetId=${narrow.datasetId}&format=csv`, `datasetId=${narrow.datasetId}&format=mcap`]) {
+    await download(server, apiKey, q);
+  }
   const csv = await median(RUNS, () => download(server, apiKey, `datasetId=${wideId}&format=csv`));
   if (csv.lines !== ROWS + 1) throw new Error(`CSV has ${csv.lines} lines, expected ${ROWS + 1}`);
   const mcap = await median(RUNS, () => download(server, apiKey, `datasetId=${wideId}&format=mcap`));
@@ -147,6 +159,15 @@ try {
   }[];
   const signals = channels.filter((c) => c.dataType !== 'string' && c.dataType !== 'bytes').map((c) => c.hypertableColName);
   const narrowCsv = await median(RUNS, () => download(server, apiKey, `datasetId=${narrow.datasetId}&format=csv`));
+  const narrowMcap = await median(RUNS, () => download(server, apiKey, `datasetId=${narrow.datasetId}&format=mcap`));
+  const messageTables = (await direct.query<{ table_name: string }>('select table_name from narrow_message_tables where dataset_id = $1', [narrow.datasetId])).rows.map((r) => r.table_name);
+  const tablesWhole = await median(RUNS, async () => {
+    const started = performance.now();
+    let frames = 0;
+    for (const table of messageTables) frames += (await direct.query({ text: `select * from "${table}"`, rowMode: 'array' })).rows.length;
+    if (frames !== frameCount) throw new Error(`the message tables hold ${frames} frames, expected ${frameCount}`);
+    return { ms: performance.now() - started, frames };
+  });
   const queryAll = await median(RUNS, async () => {
     const started = performance.now();
     let samples = 0;
@@ -166,7 +187,10 @@ try {
   console.log(line('wide MCAP   ', mcap, ROWS));
   console.log(`baseline: the same rows in one SQL query, no HTTP, no formatting: ${(baseline.ms / 1000).toFixed(2)} s (CSV export / baseline = ${(csv.ms / baseline.ms).toFixed(2)}×, MCAP / baseline = ${(mcap.ms / baseline.ms).toFixed(2)}×)`);
   console.log(line('MAVLink CSV ', narrowCsv, narrowCsv.lines - 1));
+  console.log(line('MAVLink MCAP', narrowMcap, frameCount).replace('rows/s', 'frames/s'));
+  console.log(`baseline: the ${messageTables.length} message tables read whole, one query each, no order, no HTTP, no JSON: ${(tablesWhole.ms / 1000).toFixed(2)} s (MCAP export / baseline = ${(narrowMcap.ms / tablesWhole.ms).toFixed(2)}×, CSV / baseline = ${(narrowCsv.ms / tablesWhole.ms).toFixed(2)}×)`);
   console.log(`baseline: Query of all ${signals.length} numeric signals, raw: ${(queryAll.ms / 1000).toFixed(2)} s, ${queryAll.samples.toLocaleString('en-US')} samples (CSV export / baseline = ${(narrowCsv.ms / queryAll.ms).toFixed(2)}×)`);
+  console.log(`memory bound: the MAVLink MCAP is ${mb(narrowMcap.bytes).toFixed(0)} MB; the server's rise while streaming it, ${narrowMcap.riseMb.toFixed(0)} MB`);
   console.log(`memory bound: the wide CSV is ${mb(csv.bytes).toFixed(0)} MB; the server's rise while streaming it, ${csv.riseMb.toFixed(0)} MB, is ${((csv.riseMb / mb(csv.bytes)) * 100).toFixed(0)} % of it`);
 } finally {
   await server.stop();
