@@ -255,6 +255,29 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await expectAccessible(page, 'webhooks');
   });
 
+  it('rotates an endpoint (the new secret shown once, the old one accepted until a time) and deletes it after confirming', async () => {
+    await page.fill('#hook-label', 'spare receiver');
+    // A refused URL is answered in the envelope and shown with its field.
+    await page.fill('#hook-url', `https://${RECEIVER_HOST}:9/spare`);
+    await page.click('text=Add endpoint');
+    await expect.poll(() => page.textContent('.webhooks > [role=alert]')).toMatch(/url: webhook URL port 9 is not allowed/);
+    await page.fill('#hook-label', 'spare receiver');
+    await page.fill('#hook-url', `https://${RECEIVER_HOST}:8443/spare`);
+    await page.click('text=Add endpoint');
+    const first = (await page.textContent('[data-testid=webhook-secret]'))!;
+    await page.click('text=I have stored it');
+    const row = page.locator('tr[data-endpoint]', { hasText: 'spare receiver' });
+    await row.locator('text=Rotate secret').click();
+    await expect.poll(() => page.textContent('[data-testid=webhook-secret]')).toMatch(/^whsec_/);
+    expect(await page.textContent('[data-testid=webhook-secret]')).not.toBe(first);
+    await page.click('text=I have stored it');
+    await expect.poll(() => row.textContent()).toMatch(/Rotating: the previous secret is accepted until \d{4}-\d\d-\d\d [\d:.]+ UTC/);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.locator('text=Delete').click();
+    await expect.poll(() => row.count()).toBe(0);
+    expect(await page.locator('tr[data-endpoint]', { hasText: 'example receiver' }).count()).toBe(1);
+  });
+
   it('logs a command from a template form, arms with a live countdown, dispatches after typing its text, and shows acked live', async () => {
     await page.goto(`${f.t.url}/?experiment=${experimentId}&dataset=${datasetId}&channel=${encodeURIComponent(ROLL)}`);
     await page.selectOption('#cmd-template', 'payload.release');
@@ -288,6 +311,21 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await expect.poll(() => page.locator('.mark[data-kind=acked]').count()).toBeGreaterThan(0);
     await expectAccessible(page, 'commands');
     await page.locator('.commands').screenshot({ path: join(shots, 'console-commands.png') });
+  });
+
+  it('keeps the log in relTime order, retracts a logged command, and disarms', async () => {
+    await page.selectOption('#cmd-template', '');
+    await page.fill('#cmd-text', 'HOLD');
+    await page.fill('#cmd-reltime', '7');
+    await page.click('text=Log command');
+    const row = page.locator('tr[data-command]', { hasText: 'HOLD' });
+    await expect.poll(() => row.getAttribute('data-status')).toBe('logged');
+    expect(await page.locator('tr[data-command] td:first-child').allTextContents()).toEqual(['7', '42']);
+    await row.locator('text=Retract').click();
+    await expect.poll(() => row.locator('.chip-retracted').count()).toBe(1);
+    expect(await row.locator('text=Dispatch…').isDisabled()).toBe(true);
+    await page.click('button:text-is("Disarm")');
+    await expect.poll(() => page.textContent('[data-testid=arming-state]')).toBe('Disarmed');
   });
 
   it('exports the plotted channels over the visible window as CSV equal to Query row for row', async () => {
