@@ -13,11 +13,15 @@ import { RECEIVER_HOST, startDeliveryFixture, startHttpsReceiver, type DeliveryF
 import { createWebhookReceiver, serveReceiver, type WebhookReceiver } from '@sortie/contracts/examples/webhook-receiver';
 import { FIXTURES, fixturePath, startAgentProcess } from '@sortie/edge-agent/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { launchChromium, screenshotDir, seriousAxeViolations, SKIP_BROWSER, watchPageProblems } from './browser.ts';
 
 const ROLL = 'mavlink.ATTITUDE.roll';
 const ALT = 'mavlink.VFR_HUD.alt';
+
+// What the page shows arrives over the network from a service sharing the CI machine with the whole
+// suite: wait up to 10 s for it (vitest's default is 1 s), so a slow moment fails nothing that is right.
+vi.setConfig({ expect: { poll: { timeout: 10_000, interval: 50 } } });
 
 describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
   let f: DeliveryFixture;
