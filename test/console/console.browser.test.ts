@@ -422,6 +422,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
       values: { thrust: Math.sin(i / 100) * 50 + 50, ...(i % 1000 === 0 && { phase: `step ${i / 1000}` }) },
     }));
     await call('POST', '/api/datasets/append', { experimentId, datasetId: reg.datasetId, rows });
+    // A user event, beside the agent's LINK_LOSS: a marker on the same axis with its message.
+    await call('POST', '/api/datasets/events', { experimentId, datasetId: reg.datasetId, events: [{ timestamp: new Date(start + 10_000).toISOString(), kind: 'NOTE', message: 'ballast dropped' }] });
     await page.goto(`${f.t.url}/?experiment=${experimentId}&dataset=${reg.datasetId}`);
     await page.locator('text=thrust stand').first().waitFor();
     expect(await page.locator('.datasets li', { hasText: 'thrust stand' }).textContent()).toContain('wide');
@@ -433,6 +435,13 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await expect.poll(() => pane.getAttribute('data-raw-points')).toBe('3000');
     expect(await page.locator('.plot-toolbar [role=alert]').count()).toBe(0);
     expect((await paneNumbers(pane)).shown).toBeLessThanOrEqual((await paneNumbers(pane)).width);
+    const note = page.locator('.mark[data-kind=event][aria-label*="NOTE: ballast dropped"]');
+    await note.hover();
+    expect(await page.textContent('[role=tooltip]')).toBe('2026-01-05 09:00:10.000 UTC — NOTE: ballast dropped');
+    // A third of the way along the 30 s axis, on the plot area's pixels.
+    const over = (await pane.locator('.u-over').boundingBox())!;
+    const mark = (await note.boundingBox())!;
+    expect(Math.abs(mark.x + mark.width / 2 - (over.x + (over.width * 10) / 29.99))).toBeLessThan(2);
     await expectAccessible(page, 'wide dataset');
   });
 
