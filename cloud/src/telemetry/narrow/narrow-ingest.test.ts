@@ -394,6 +394,8 @@ describe('events', () => {
     const { gps, agent } = session.rows[0]!;
     expect(listed.body).toHaveLength(1);
     expect(listed.body[0].timestamp).toBe(new Date(Math.round((at + gps - agent) / 1000)).toISOString());
+    // The event's data says which clock its timestamp is now on, what was recorded, and the shift.
+    expect(listed.body[0].data.timeAlignment).toEqual({ clock: 'gps', recordedTimestamp: new Date(at / 1000).toISOString(), shiftMicroseconds: gps - agent, bootSession: 1 });
     // SITL's GPS clock runs ~15 s behind the recorder's: the shift is real, not zero.
     expect(Math.abs(gps - agent)).toBeGreaterThan(10_000_000);
   });
