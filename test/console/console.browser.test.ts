@@ -105,7 +105,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
       argsSchema: { type: 'object', properties: { altitude: { type: 'number', minimum: 0, description: 'metres AGL' } }, required: ['altitude'] },
     });
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
+    context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true, permissions: ['clipboard-read', 'clipboard-write'] });
     page = await context.newPage();
     problems = watchPageProblems(page);
   }, 240_000);
@@ -252,6 +252,9 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
       // so the ack lands on the plot's time axis inside the flight.
       act: async () => ({ state: 'acked', detail: 'released by the example receiver', vehicleTime: new Date(flightStart.getTime() + 42_000).toISOString() }),
     });
+    await page.click('.secret button:text-is("Copy")');
+    await expect.poll(() => page.locator('.secret button').first().textContent()).toBe('Copied');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
     await page.click('text=I have stored it');
     expect(await page.locator('[data-testid=webhook-secret]').count()).toBe(0);
     await page.click('text=Send test event');
