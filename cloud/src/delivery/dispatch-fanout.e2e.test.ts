@@ -1,0 +1,70 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_NATS_URL } from '../testing/nats-server.ts';
+import { jetStreamNames } from './nats-queue.ts';
+import { eventually, newScenario, RECEIVER_HOST, startDeliveryFixture, verifiedBody, type DeliveryFixture } from '../testing/delivery-fixture.ts';
+
+/**
+ * A dispatch leases and attempts at once only as many jobs as its process has free slots
+ * (SORTIE_DELIVERY_CONCURRENCY, 1 here); the rest go through the queue. Both kinds are delivered once,
+ * each with an ack token of its own that acks the command.
+ */
+describe('a fan-out wider than the free attempt slots', () => {
+  let f: DeliveryFixture;
+  beforeAll(async () => {
+    f = await startDeliveryFixture({ env: { SORTIE_DELIVERY_CONCURRENCY: '1' } });
+  });
+  afterAll(() => f?.stop());
+
+  it('delivers every job once, whether attempted at dispatch or through the queue, and every ack token works', async () => {
+    const s = await newScenario(f);
+    try {
+      for (const path of ['/hook2', '/hook3']) {
+        const r = await f.t.call('POST', '/api/webhooks/create', { key: s.org.key, body: { label: path, url: `https://${RECEIVER_HOST}:${s.receiver.port}${path}` } });
+        expect(r.status).toBe(201);
+      }
+      const commands = [await s.dispatch(), await s.dispatch({ relTime: 2 }), await s.dispatch({ relTime: 3 })];
+      const requests = await s.receiver.waitForRequests(9, 20_000);
+      const jobs = await eventually(async () => {
+        const rows = await f.t.service.ctx.db.selectFrom('delivery_jobs').selectAll().where('command_id', 'in', commands).execute();
+        return rows.length === 9 && rows.every((r) => r.state === 'delivered') ? rows : undefined;
+      });
+      expect(jobs.map((j) => j.attempts)).toEqual(Array(9).fill(1));
+      // Both paths were taken: the stream holds a message (ever published) for the queued jobs only.
+      const nc = await connect({ servers: TEST_NATS_URL });
+      try {
+        const info = await (await jetstreamManager(nc)).streams.info(jetStreamNames(f.natsNamespace).stream);
+        expect(info.state.last_seq).toBeGreaterThan(0);
+        expect(info.state.last_seq).toBeLessThan(9);
+      } finally {
+        await nc.close();
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      expect(s.receiver.requests).toHaveLength(9);
+
+      const bodies = requests.map((req) => JSON.parse(req.rawBody.toString()) as { command: { id: string }; ack: { token: string } });
+      expect(new Set(bodies.map((b) => b.ack.token)).size).toBe(9);
+      for (const commandId of commands) {
+        const tokens = bodies.filter((b) => b.command.id === commandId).map((b) => b.ack.token);
+        expect(tokens).toHaveLength(3);
+        const answers = [];
+        for (const token of tokens) {
+          const r = await f.t.call('POST', '/api/commands/ack', { headers: { authorization: `Bearer ${token}` }, body: { commandId, state: 'acked' } });
+          answers.push([r.status, r.body.duplicate]);
+        }
+        expect(answers).toEqual([
+          [200, false],
+          [200, true],
+          [200, true],
+        ]);
+      }
+      // The first endpoint's deliveries verify with its secret, as a receiver checks them.
+      const first = requests.filter((r) => r.path === '/hook');
+      expect(first).toHaveLength(3);
+      for (const req of first) expect(commands).toContain((await verifiedBody(req, s.secret)).command.id);
+    } finally {
+      await s.close();
+    }
+  }, 40_000);
+});
