@@ -76,7 +76,8 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
     }
     const current = cache && cache.version === version;
     const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
-    const tables = current ? cache.tables : await loadMessageTables(tx, target.datasetId);
+    // A copy: tables made here exist only if the transaction commits, and the cache must not list them otherwise.
+    const tables = current ? copyTables(cache.tables) : await loadMessageTables(tx, target.datasetId);
     await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false);
     const { sessions, sessionOf } = assignSessions(batch, order, known);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
@@ -124,6 +125,10 @@ async function writeOnCache(db: Db, target: NarrowTarget, batch: NarrowBatch, or
     rows: written,
     cache: { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables },
   };
+}
+
+function copyTables(tables: ReadonlyMap<number, MessageTable>): Map<number, MessageTable> {
+  return new Map([...tables].map(([msgid, t]) => [msgid, { ...t, signals: new Set(t.signals) }]));
 }
 
 /** Signals each message id of the batch carries a value of. */
