@@ -22,7 +22,7 @@ import { ApiError } from './http/api-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import { docsRoutes } from './api-docs/routes.ts';
-import { renderError } from './http/render-error.ts';
+import { renderError, renderThrown } from './http/render-error.ts';
 import { requestId } from './http/request-id.ts';
 
 export interface HttpAppParts {
@@ -68,10 +68,7 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   app.route('/', consoleRoutes(ctx));
 
   app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
-  app.onError((error, c) => {
-    if (error instanceof ApiError) return renderError(c, error);
-    ctx.logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
-    return renderError(c, new ApiError('internal_error', 'internal error; quote the request id when reporting it'));
-  });
+  // The envelope for whatever a route threw; a database outage is 503 unavailable, not a 500.
+  app.onError((error, c) => renderThrown(c, error, ctx.logger));
   return app;
 }
