@@ -80,7 +80,9 @@ export function Plot(props: PlotProps): VNode<any> {
   const channelKey = props.channels.map((c) => c.hypertableColName).join('\n');
   const windowKey = props.window ? `${props.window.from}-${props.window.to}` : 'all';
 
-  useEffect(() => {
+  // A layout effect, not an effect: Preact runs effects a frame after painting, which would hold every
+  // re-query (a zoom) back by a frame before it is even sent.
+  useLayoutEffect(() => {
     if (props.channels.length === 0) {
       setPanes([]);
       return;
@@ -275,7 +277,8 @@ function Pane(props: PaneProps): VNode<any> {
     };
   }, [channel.hypertableColName, props.showAxis]);
 
-  useEffect(() => {
+  // New data is drawn in the same frame it arrives in (an effect would wait for the next one).
+  useLayoutEffect(() => {
     plot.current?.setData([Array.from(series.times), Array.from(series.values)]);
   }, [series]);
   useEffect(() => {
