@@ -20,6 +20,7 @@ import { templatesRoutes } from './templates/routes.ts';
 import { webhooksRoutes } from './webhooks/routes.ts';
 import { ApiError } from './http/api-error.ts';
 import type { AppEnv } from './http/app-env.ts';
+import { BodyBudget, bodyAdmission } from './http/body-admission.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import { docsRoutes } from './api-docs/routes.ts';
 import { renderError, renderThrown } from './http/render-error.ts';
@@ -48,6 +49,8 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   });
   // TelemetryService's Connect handlers bound their messages themselves (readMaxBytes, RESOURCE_EXHAUSTED), as on the gRPC port.
   app.use('/api/*', (c, next) => (c.req.path.startsWith(`${RPC_PREFIX}/`) ? next() : limit(c, next)));
+  // Bodies the limit let through, bounded together in bytes: many large ones wait their turn.
+  app.use('/api/*', bodyAdmission(new BodyBudget(ctx.config.http.bodyBytesInFlight), ctx.config.http.bodyLimit));
 
   app.route('/', operationsRoutes(ctx));
   app.route('/api', experimentsRoutes(ctx));

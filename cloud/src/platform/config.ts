@@ -54,6 +54,12 @@ export const EnvSchema = z.object({
   /** Largest accepted HTTP request body in bytes; larger gives 413 payload_too_large. */
   SORTIE_HTTP_BODY_LIMIT: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
   /**
+   * Request-body bytes the HTTP API handles at once (by Content-Length; a chunked body counts as the body
+   * limit). A request past it waits its turn, so a burst of large bodies cannot take memory without
+   * bound (a parsed JSON body takes several times its size). At least SORTIE_HTTP_BODY_LIMIT.
+   */
+  SORTIE_HTTP_BODY_BYTES_IN_FLIGHT: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  /**
    * Time a client has to send the request line and headers (408 request_timeout after it): short, so
    * a connection that trickles headers (slowloris) cannot hold a socket for long.
    */
@@ -117,7 +123,7 @@ export interface Config {
   natsUrl: string | undefined;
   natsNamespace: string;
   natsStreamReplicas: number;
-  http: { host: string; port: number; bodyLimit: number; timeouts: HttpTimeouts };
+  http: { host: string; port: number; bodyLimit: number; bodyBytesInFlight: number; timeouts: HttpTimeouts };
   grpc: { host: string; port: number; keyCacheSeconds: number };
   logLevel: Env['SORTIE_LOG_LEVEL'];
   publicUrl: string;
@@ -146,6 +152,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.SORTIE_HTTP_BODY_BYTES_IN_FLIGHT < e.SORTIE_HTTP_BODY_LIMIT) {
+    throw new ConfigError('invalid configuration:\n  SORTIE_HTTP_BODY_BYTES_IN_FLIGHT: must be at least SORTIE_HTTP_BODY_LIMIT');
+  }
   if (e.SORTIE_HTTP_HEADERS_TIMEOUT_MS > e.SORTIE_HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError('invalid configuration:\n  SORTIE_HTTP_HEADERS_TIMEOUT_MS: must not exceed SORTIE_HTTP_REQUEST_TIMEOUT_MS');
   }
@@ -159,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       host: e.SORTIE_HTTP_HOST,
       port: e.SORTIE_HTTP_PORT,
       bodyLimit: e.SORTIE_HTTP_BODY_LIMIT,
+      bodyBytesInFlight: e.SORTIE_HTTP_BODY_BYTES_IN_FLIGHT,
       timeouts: { headersMs: e.SORTIE_HTTP_HEADERS_TIMEOUT_MS, requestMs: e.SORTIE_HTTP_REQUEST_TIMEOUT_MS, keepAliveMs: e.SORTIE_HTTP_KEEP_ALIVE_TIMEOUT_MS },
     },
     grpc: { host: e.SORTIE_GRPC_HOST, port: e.SORTIE_GRPC_PORT, keyCacheSeconds: e.SORTIE_GRPC_KEY_CACHE_SECONDS },
