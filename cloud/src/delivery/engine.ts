@@ -35,7 +35,7 @@ export class DeliveryEngine {
   readonly #relayOptions: RelayOptions;
   readonly #mailer: Mailer | undefined;
   readonly #agents: WebhookAgents;
-  #relay: { stop(): Promise<void> } | undefined;
+  #relay: { stop(): Promise<void>; nudge(): void } | undefined;
   /**
    * Marks from many dispatches go to the database together, gathered for MARK_LINGER_MS: nobody waits on
    * a mark, and at light load the delivery's lease usually marks the job first anyway.
@@ -160,7 +160,10 @@ export class DeliveryEngine {
       .publish(jobs.map((j) => ({ jobId: j.jobId, organizationId: j.organizationId, ...(j.notBefore !== undefined && { notBefore: j.notBefore }) })))
       .then(() => Promise.all(jobs.map((j) => this.#marks.submit(j.jobId))))
       .then(() => undefined)
-      .catch((err) => this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry'))
+      .catch((err) => {
+        this.#ctx.logger.warn({ err, jobs: jobs.length }, 'publish after dispatch failed; the relay will retry');
+        this.#relay?.nudge();
+      })
       .finally(() => this.#publishing.delete(run));
     this.#publishing.add(run);
     return run;
