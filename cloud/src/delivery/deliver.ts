@@ -37,6 +37,7 @@ export interface DeliveryDeps {
  * old: the endpoint may have been deleted or disabled, the command acked or past its deadline, the
  * dataset disarmed. Only then the URL rules run again with fresh DNS, and the POST goes to exactly the
  * addresses that passed. Two statements on the happy path: lease-and-load, then record-everything.
+ * A first attempt made at dispatch (attemptInline) skips the first: the dispatch statement did it.
  */
 export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   const { ctx } = deps;
@@ -106,7 +107,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   };
 
   const attemptLoaded = async (jobId: string, loaded: Attemptable, ackToken: string, now: Date): Promise<JobDecision> => {
-    const job = { jobId };
+    const job = { jobId }; // for the log lines and stops below, shared with the queue's path
     const { command, endpoint, arming } = loaded;
     const deadline = command.ack_deadline_at!;
     const attempt = loaded.job.attempts + 1;
