@@ -86,6 +86,13 @@ function SignIn(props: { onSubmit: (key: string) => void; error: string }): VNod
         h('label', { for: 'api-key' }, 'API key'),
         h('input', { id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off', spellcheck: false, value: key, onInput: (e: Event) => setKey((e.target as HTMLInputElement).value) }),
         h('p', { class: 'muted' }, 'Kept in this tab only (session storage) and sent as the x-api-key header.'),
+        h('p', { class: 'muted' }, [
+          'No key yet? On the server: ',
+          h('code', null, 'npm run -s admin -- create-org --name "…"'),
+          ', then ',
+          h('code', null, 'npm run -s admin -- create-key --org <id> --user <ownerUserId> --scopes …'),
+          ' (README, walk-through).',
+        ]),
         h('button', { type: 'submit' }, 'Sign in'),
         props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
       ],
