@@ -447,9 +447,9 @@ describe('MCAP', () => {
 });
 
 describe('pages', () => {
-  it('small pages cross many windows (narrow, halving where Query would downsample) and keyset pages (wide), reading exactly what one page reads', async () => {
+  it('small pages cross many keyset pages (narrow: each message table on aligned time, merged; wide: on time), reading exactly what one page reads', async () => {
     const { db } = t.service.ctx;
-    // One signal in pages of 20: windows sized from the average rate overflow where it is denser, and halve.
+    // One signal in pages of 10: keyset pages of 2 rows of its table.
     const cases = [[narrowId, 200, []], [narrowId, 10, ['mavlink.ATTITUDE.roll']], [wideId, 7, []]] as const;
     for (const [id, pageValues, channels] of cases) {
       const dataset = await requireDataset(db, org.organizationId, id);
