@@ -34,15 +34,12 @@ const REASONS: Record<Extract<SingleFrameResult, { ok: false }>['reason'], strin
   crc: 'fails its MAVLink CRC',
 };
 
-/** 64-bit integers beyond this are not exact as doubles; their decimal text is kept as well. */
+/** Beyond this a 64-bit "Unix time" is not exact as a double (year 2255): garbage, not a clock. */
 const EXACT_LIMIT = BigInt(Number.MAX_SAFE_INTEGER);
 
 export interface BatchMark {
   frames: number;
   samples: number;
-  rows: number;
-  texts: number;
-  bytes: number;
 }
 
 export class NarrowBatch {
@@ -59,74 +56,27 @@ export class NarrowBatch {
   readonly msgid: number[] = [];
   /** Frames by message id. */
   readonly groups = new Map<number, MessageGroup>();
-  // Per sample (the former one-row-per-field view; the bench's decode baseline counts these).
-  readonly rowFrame: number[] = [];
-  readonly signal: string[] = [];
-  /** The value as a double; meaningful where `hasDouble` is 1. */
-  readonly value: number[] = [];
-  readonly hasDouble: number[] = [];
-  /** Sparse: rows holding text (char fields, exact spellings of 64-bit integers beyond 2^53). */
-  readonly textRows: number[] = [];
-  readonly texts: string[] = [];
-  /** Sparse: rows holding raw payloads (mavlink.UNKNOWN_<id>.raw). */
-  readonly bytesRows: number[] = [];
-  readonly bytes: Uint8Array[] = [];
 
   /** The system id every frame must carry; set by the first frame when undefined. */
   sysid: number | undefined;
 
-  #frame = 0;
   #group: MessageGroup | undefined;
   #sampleCount = 0;
   #column = 0;
-  readonly #visit = (signal: string, value: SampleValue): void => {
+  readonly #visit = (_signal: string, value: SampleValue): void => {
     const group = this.#group!;
     const c = this.#column++;
     group.values[c]!.push(value);
     group.present[c] = 1;
     this.#sampleCount++;
-    if (!this.#samples) return;
-    const row = this.signal.length;
-    this.signal.push(signal);
-    this.rowFrame.push(this.#frame);
-    if (typeof value === 'number') {
-      this.value.push(value);
-      this.hasDouble.push(1);
-    } else if (typeof value === 'bigint') {
-      this.value.push(Number(value));
-      this.hasDouble.push(1);
-      if (value > EXACT_LIMIT || value < -EXACT_LIMIT) {
-        this.textRows.push(row);
-        this.texts.push(value.toString());
-      }
-    } else if (typeof value === 'string') {
-      this.value.push(0);
-      this.hasDouble.push(0);
-      this.textRows.push(row);
-      this.texts.push(value);
-    } else {
-      this.value.push(0);
-      this.hasDouble.push(0);
-      this.bytesRows.push(row);
-      this.bytes.push(value);
-    }
   };
 
-  /** Also keep the per-sample view (signal, value per field): tests and the decode baseline use it. */
-  readonly #samples: boolean;
-
-  constructor(sysid?: number, options: { samples?: boolean } = {}) {
+  constructor(sysid?: number) {
     this.sysid = sysid;
-    this.#samples = options.samples ?? false;
   }
 
   get frames(): number {
     return this.frameSeq.length;
-  }
-
-  /** Rows of the per-sample view (0 unless it was asked for). */
-  get rows(): number {
-    return this.signal.length;
   }
 
   /** Samples decoded: values of fields, array elements and raw payloads (what one-row-per-field stored as rows). */
@@ -150,7 +100,7 @@ export class NarrowBatch {
         `${locate(index)}: frame of MAVLink system id ${frame.sysid}, but this dataset's frames are of system id ${this.sysid}; a narrow dataset holds one system id, so open one dataset and one stream per system id (mavlink-raw-v1 rule 7)`,
       );
     }
-    this.#frame = this.frameSeq.length;
+    const at = this.frameSeq.length;
     this.frameSeq.push(frameSeq);
     this.receivedUs.push(Number.isFinite(receivedUs) ? receivedUs : nowUs);
     this.compid.push(frame.compid);
@@ -172,7 +122,7 @@ export class NarrowBatch {
     this.msgid.push(frame.msgid);
     let group = this.groups.get(frame.msgid);
     if (!group) this.groups.set(frame.msgid, (group = new MessageGroup(messageColumns(frame.msgid))));
-    group.frames.push(this.#frame);
+    group.frames.push(at);
     this.#group = group;
     this.#column = 0;
     visitFrame(frame, this.#visit);
@@ -181,7 +131,7 @@ export class NarrowBatch {
   }
 
   mark(): BatchMark {
-    return { frames: this.frames, samples: this.#sampleCount, rows: this.rows, texts: this.texts.length, bytes: this.bytes.length };
+    return { frames: this.frames, samples: this.#sampleCount };
   }
 
   /** Forget everything added after `mark` (a message is staged whole or not at all). */
@@ -201,11 +151,6 @@ export class NarrowBatch {
       }
     }
     for (const a of [this.frameSeq, this.receivedUs, this.compid, this.bootUs, this.unixUs, this.gpsOffsetUs, this.msgid]) a.length = mark.frames;
-    for (const a of [this.rowFrame, this.signal, this.value, this.hasDouble]) a.length = mark.rows;
-    this.textRows.length = mark.texts;
-    this.texts.length = mark.texts;
-    this.bytesRows.length = mark.bytes;
-    this.bytes.length = mark.bytes;
     this.sysid = sysid;
     this.#sampleCount = mark.samples;
   }

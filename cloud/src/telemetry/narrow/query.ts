@@ -45,8 +45,8 @@ export function resolveSignals(channelIds: readonly string[]): string[] {
  * instant both, in frame_seq order): a chart or an export then sees exactly what is stored. Otherwise
  * at most `maxPoints` samples keeping the chart's shape (the same M4 + LTTB reduction as wide
  * datasets, series/downsample.ts). A name the dataset has never stored is NOT_FOUND, naming it.
- * Narrow series are read from raw rows: alignment may change as late frames arrive, which rollups
- * would have to follow.
+ * A signal is read from its message's table only (message-tables.ts), raw rows on aligned time: no
+ * rollups, since alignment may change as late frames arrive (decision 0006 says why and what it costs).
  */
 export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<SeriesResult[]> {
   const names = resolveSignals(query.channelIds);
@@ -116,7 +116,7 @@ interface M4Row {
 /**
  * M4 per bucket in SQL over aligned time: raw µs plus the row's session shift (alignment.ts). The
  * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
- * The rows come from the key's (dataset_id, signal_id) prefix; the range is tested on aligned time.
+ * The rows are the message table's rows that hold the signal; the range is tested on aligned time.
  */
 async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4[]> {
   const buckets = bucketsForBudget(query.maxPoints);

@@ -1,6 +1,6 @@
 import { MAVLINK_REGISTRY, type MessageClass, parseSignalName } from '@sortie/contracts/mavlink';
 
-/** Which value column of narrow_samples holds a signal. */
+/** What a signal holds: numbers (Query reads them as doubles), text, or raw bytes. */
 export type ValueKind = 'double' | 'text' | 'bytes';
 
 export interface SignalInfo {
