@@ -407,6 +407,10 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await limited.click('nav >> text=Webhooks');
     await expect.poll(() => limited.locator('.needs', { hasText: 'needs the webhooks:read scope' }).count()).toBeGreaterThan(0);
     await expectAccessible(limited, 'limited key');
+    // Signing out forgets the key: nothing of it stays in the tab.
+    await limited.click('text=Sign out');
+    await limited.locator('#api-key').waitFor();
+    expect(await limited.evaluate(() => sessionStorage.length + localStorage.length)).toBe(0);
     await limited.context().close();
   });
 
