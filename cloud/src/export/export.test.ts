@@ -10,6 +10,7 @@ import { requireDataset } from '../datasets/queries.ts';
 import { wideTableName } from '../datasets/wide-table.ts';
 import { openMavlinkMessages, openRawRows } from '../telemetry/raw-rows.ts';
 import { fixtureFrames, fixturePoints, framePoint, type PointInit } from '../telemetry/narrow/fixture-frames.ts';
+import { messageLayoutOf } from '../telemetry/narrow/decode.ts';
 import { signalInfo } from '../telemetry/narrow/signal-info.ts';
 import { readStoredSamples } from '../telemetry/narrow/stored-samples.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
@@ -170,7 +171,11 @@ beforeAll(async () => {
   sitlId = (await registerNarrow('sitl')).datasetId;
   await submitFrames(sitlId, fixturePoints(fixtureFrames('arduplane-sitl-vtol.tlog')));
   textId = (await registerNarrow('status texts')).datasetId;
-  await submitFrames(textId, STATUS_TEXTS.map((text, i) => framePoint(statusText(i + 1, text), T0_MS * 1000 + i * 250_000, i + 1)));
+  await submitFrames(textId, [
+    ...STATUS_TEXTS.map((text, i) => framePoint(statusText(i + 1, text), T0_MS * 1000 + i * 250_000, i + 1)),
+    framePoint(edgeValues().attitude, T0_MS * 1000 + 2_000_000, STATUS_TEXTS.length + 1),
+    framePoint(edgeValues().version, T0_MS * 1000 + 2_100_000, STATUS_TEXTS.length + 2),
+  ]);
 }, 120_000);
 
 async function registerNarrow(datasetName: string): Promise<{ datasetId: string }> {
@@ -198,6 +203,30 @@ function statusText(severity: number, text: string): Uint8Array {
   payload[0] = severity;
   payload.set(Buffer.from(text, 'latin1'), 1);
   return buildFrame({ msgid: 253, payload, crcExtra: crcExtraOf(253)!, seq: severity });
+}
+
+/** A uint64 above 2^63 (stored as int8 two's complement) and above 2^53: exact only as decimal text. */
+const BIG_UID = 2n ** 63n + 5n;
+
+/**
+ * Values JSON lacks or cannot hold exactly: ATTITUDE with roll NaN and pitch +Infinity; AUTOPILOT_VERSION
+ * with a uid beyond 2^63 and a numeric array. Offsets from the decoder's layout of the pinned dialect.
+ */
+function edgeValues(): { attitude: Uint8Array; version: Uint8Array } {
+  const at = (msgid: number, field: string) => messageLayoutOf(msgid)!.fields.find((f) => f.source === field)!.offset;
+  const attitude = new DataView(new ArrayBuffer(28));
+  attitude.setUint32(at(30, 'time_boot_ms'), 1000, true);
+  attitude.setFloat32(at(30, 'roll'), NaN, true);
+  attitude.setFloat32(at(30, 'pitch'), Infinity, true);
+  attitude.setFloat32(at(30, 'yaw'), 0.5, true);
+  const version = new DataView(new ArrayBuffer(60));
+  version.setBigUint64(at(148, 'capabilities'), 12345n, true);
+  version.setBigUint64(at(148, 'uid'), BIG_UID, true);
+  for (let i = 0; i < 8; i++) version.setUint8(at(148, 'flight_custom_version') + i, i + 1);
+  return {
+    attitude: buildFrame({ msgid: 30, payload: new Uint8Array(attitude.buffer), crcExtra: crcExtraOf(30)!, seq: 10 }),
+    version: buildFrame({ msgid: 148, payload: new Uint8Array(version.buffer), crcExtra: crcExtraOf(148)!, seq: 11 }),
+  };
 }
 
 /**
@@ -335,6 +364,16 @@ describe('CSV', () => {
     expect(csv.rows.map((r) => Number(r[1]))).toEqual(STATUS_TEXTS.map((_, i) => T0_MS * 1000 + i * 250_000));
   });
 
+  it('MAVLink values JSON lacks: NaN and infinity as CSV prints them, a uint64 beyond 2^63 as its exact decimal', async () => {
+    const csv = await csvOf(`datasetId=${textId}&format=csv&channel=mavlink.ATTITUDE.roll&channel=mavlink.ATTITUDE.pitch&channel=mavlink.ATTITUDE.yaw&channel=mavlink.AUTOPILOT_VERSION.uid`);
+    expect(csv.rows.map((r) => r.slice(2))).toEqual([
+      ['NaN', 'Infinity', '0.5', ''],
+      ['', '', '', BIG_UID.toString()],
+    ]);
+    const answer = await query(textId, ['mavlink.ATTITUDE.yaw']);
+    expect(columnPairs(csv, 'mavlink.ATTITUDE.yaw')).toEqual(pairs(answer.series[0]!));
+  });
+
   it('a MAVLink message id outside the dialect: its raw payload as base64', async () => {
     const stored = (await readStoredSamples(t.service.ctx.db, px4Id)).filter((x) => x.signal.endsWith('.raw'));
     expect(stored.length).toBeGreaterThan(0);
@@ -418,6 +457,14 @@ describe('MCAP', () => {
     }, 60_000);
   }
 
+  it('MAVLink values JSON lacks: NaN and infinities as null, a uint64 beyond 2^53 as its exact decimal string; text and arrays whole', async () => {
+    const byTopic = messagesByTopic((await mcapRecords(`datasetId=${textId}&format=mcap`)).records);
+    expect(byTopic.get('/mavlink/STATUSTEXT')!.map((m) => m.data.text)).toEqual(STATUS_TEXTS);
+    expect(byTopic.get('/mavlink/ATTITUDE')!.map((m) => m.data)).toEqual([{ time_boot_ms: 1000, roll: null, pitch: null, yaw: 0.5, rollspeed: 0, pitchspeed: 0, yawspeed: 0 }]);
+    const [version] = byTopic.get('/mavlink/AUTOPILOT_VERSION')!.map((m) => m.data);
+    expect(version).toMatchObject({ capabilities: 12345, uid: BIG_UID.toString(), flight_custom_version: [1, 2, 3, 4, 5, 6, 7, 8], middleware_custom_version: [0, 0, 0, 0, 0, 0, 0, 0] });
+  });
+
   it('named MAVLink signals choose the message types and their fields; a window cuts on aligned time', async () => {
     const roll = await query(narrowId, ['mavlink.ATTITUDE.roll']);
     const all = pairs(roll.series[0]!);
@@ -436,6 +483,7 @@ describe('MCAP', () => {
   it('a wide dataset: one /rows channel with null for missing values, and events as foxglove.Log', async () => {
     const { records } = await mcapRecords(`datasetId=${wideId}&format=mcap&channel=alt&channel=count`);
     const byTopic = messagesByTopic(records);
+    for (const r of records) if (r.type === 'Schema') expect(foxgloveProblems(JSON.parse(new TextDecoder().decode(r.data))), r.name).toEqual([]);
     const rows = byTopic.get('/rows')!;
     expect(rows).toHaveLength(WIDE_ROWS);
     expect(rows[0]!.data).toEqual({ alt: null, count: 0 });
