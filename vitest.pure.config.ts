@@ -14,6 +14,7 @@ import { defineConfig } from 'vitest/config';
 const pureTests = [
   // contracts: every test but the generator check, which runs scripts/generate.ts (buf) as a Node child.
   'contracts/src/**/*.test.ts',
+  'cloud/console/src/console-logic.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
   'cloud/src/auth/principal.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',
