@@ -70,7 +70,12 @@ describe('one delivery, end to end', () => {
       });
       expect(ack.status).toBe(200);
 
-      const record = await command(s, commandId);
+      // The receiver can ack before the sender has recorded its 200 (attempt records share statements,
+      // waiting up to 20 ms for company), so the record is waited for; then it says everything at once.
+      const record = await eventually(async () => {
+        const r = await command(s, commandId);
+        return r.deliveredAt !== null ? r : undefined;
+      });
       expect(record.status).toBe('acked');
       expect(record.deliveredAt).not.toBeNull();
       expect(record.deliveryAttempts).toBe(1);
