@@ -364,7 +364,33 @@ describe('boot sessions across streams', () => {
   });
 });
 
-describe('wide messages', () => {
+describe('column types', () => {
+  it('keeps 64-bit integers exact: uint64 beyond 2^63 and negative int64 read back as stored', async () => {
+    const datasetId = await registerNarrow('int64');
+    const systemTime = new Uint8Array(12);
+    const st = new DataView(systemTime.buffer);
+    st.setBigUint64(0, 2n ** 64n - 1n, true); // not a clock (beyond year 2255): a value only
+    st.setUint32(8, 5_000, true);
+    const timesync = new Uint8Array(18);
+    const ts = new DataView(timesync.buffer);
+    ts.setBigInt64(0, -5n, true);
+    ts.setBigInt64(8, 2n ** 63n - 1n, true);
+    const now = Date.UTC(2025, 0, 1) * 1000;
+    await stream(datasetId, [
+      framePoint(buildFrame({ msgid: 2, payload: systemTime, crcExtra: crcExtraOf(2)! }), now, 1),
+      framePoint(buildFrame({ msgid: 111, payload: timesync, crcExtra: crcExtraOf(111)! }), now, 2),
+    ]);
+    const values = Object.fromEntries((await readStoredSamples(t.service.ctx.db, datasetId)).map((s) => [s.signal, s.value]));
+    expect(values).toMatchObject({
+      'mavlink.SYSTEM_TIME.time_unix_usec': '18446744073709551615',
+      'mavlink.SYSTEM_TIME.time_boot_ms': 5000,
+      'mavlink.TIMESYNC.tc1': -5,
+      'mavlink.TIMESYNC.ts1': '9223372036854775807',
+    });
+    const query = await client.query({ datasetId, channelIds: ['mavlink.SYSTEM_TIME.time_unix_usec', 'mavlink.TIMESYNC.tc1'] }, { headers: headers() });
+    expect(query.series.map((s) => s.points.map((p) => p.value))).toEqual([[2 ** 64], [-5]]);
+  });
+
   it('stores a message with more columns than a function has arguments (FILE_TRANSFER_PROTOCOL: uint8[251]) and reads any element', async () => {
     const datasetId = await registerNarrow('ftp');
     const payload = new Uint8Array(254).map((_, i) => (i * 7) & 0xff);
