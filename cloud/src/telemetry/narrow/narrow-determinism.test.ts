@@ -168,6 +168,19 @@ describe('one session per real boot', () => {
     for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThanOrEqual(times[i - 1]!);
   });
 
+  for (const capture of ['arduplane-sitl-vtol.tlog', 'ardupilot-v2.mavlink', 'px4-mixed-v1v2-junk.bin']) {
+    it(`${capture}: one session, every ATTITUDE.roll sample returned in aligned order`, async () => {
+      const frames = fixtureFrames(capture);
+      const dataset = await upload(fixturePoints(frames), [{ from: 0, to: frames.length, restart: false }]);
+      const sessions = await sql<{ n: number }>`select count(*)::int as n from narrow_boot_sessions where dataset_id = ${dataset.id}::uuid`.execute(t.service.ctx.db);
+      expect(sessions.rows[0]!.n).toBe(1);
+      const [roll] = await queryNarrow(t.service.ctx.db, { datasetId: dataset.id, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: 100_000 });
+      expect(roll!.samples).toHaveLength(frames.filter((f) => f.frame.msgid === 30).length);
+      const times = roll!.samples.map((x) => x.t);
+      for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThanOrEqual(times[i - 1]!);
+    });
+  }
+
   it('two samples at one instant are both returned', async () => {
     // The same ATTITUDE sent twice (two frame_seq, one time_boot_ms): both are stored samples.
     const frames = px4LikeStream().frames.slice(0, 20);
