@@ -24,7 +24,7 @@
  * the floor's pull size and concurrent pullers; BENCH_CHILD_NODE_OPTIONS: node flags for the cloud child
  * only (e.g. "--cpu-prof --cpu-prof-dir=.tmp/prof").
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -39,7 +39,7 @@ import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
 import { runDeliveryFloor } from './delivery-floor.ts';
-import { namedProcessCpuMs, ownCpuMs, processCpuMs } from './bench-env.ts';
+import { ownCpuMs, processCpuMs } from './bench-env.ts';
 import { PostgresCpuMeter } from './postgres-cpu.ts';
 
 const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -173,6 +173,26 @@ async function dispatch(key: string, commandId: string): Promise<number> {
   return now() - started;
 }
 
+/**
+ * CPU ms of each nats-server process now, by pid. A phase counts only the servers alive at both its
+ * ends: the long-lived one the cloud uses; other tests on a shared machine start and stop servers of
+ * their own, whose CPU would otherwise come and go from the sum (and could make it negative).
+ */
+function natsCpuByPid(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'nats-server') byPid.set(pid, processCpuMs(Number(pid)));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return byPid;
+}
+const natsDelta = (before: Map<string, number>, after: Map<string, number>) =>
+  [...after].reduce((sum, [pid, ms]) => sum + (before.has(pid) ? ms - before.get(pid)! : 0), 0);
+
 /** The cloud's statements so far, by shape (count-statements.ts writes them on SIGUSR2). */
 async function statementsNow(): Promise<Record<string, number>> {
   const before = readStatements()?.at ?? 0;
@@ -200,13 +220,13 @@ async function startMeasuring() {
   const postgres = new PostgresCpuMeter(testDb.name);
   const statements = await statementsNow();
   postgres.start();
-  const cpu = { cloud: processCpuMs(child.process.pid!), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+  const cpu = { cloud: processCpuMs(child.process.pid!), nats: natsCpuByPid(), bench: ownCpuMs() };
   return {
     async per(count: number) {
-      const after = { cloud: processCpuMs(child.process.pid!), nats: namedProcessCpuMs('nats-server'), bench: ownCpuMs() };
+      const after = { cloud: processCpuMs(child.process.pid!), nats: natsCpuByPid(), bench: ownCpuMs() };
       const pg = postgres.stop();
       const f = (x: number) => Number((x / count).toFixed(3));
-      const r = { cloud: f(after.cloud - cpu.cloud), postgres: f(pg.database), nats: f(after.nats - cpu.nats), bench: f(after.bench - cpu.bench) };
+      const r = { cloud: f(after.cloud - cpu.cloud), postgres: f(pg.database), nats: f(natsDelta(cpu.nats, after.nats)), bench: f(after.bench - cpu.bench) };
       const statementsAfter = await statementsNow();
       const byShape = Object.entries(statementsAfter)
         .map(([shape, n]) => [shape, n - (statements[shape] ?? 0)] as const)
