@@ -11,6 +11,7 @@ import { wideTableName } from '../datasets/wide-table.ts';
 import { openMavlinkMessages, openRawRows } from '../telemetry/raw-rows.ts';
 import { fixtureFrames, fixturePoints, framePoint, type PointInit } from '../telemetry/narrow/fixture-frames.ts';
 import { messageLayoutOf } from '../telemetry/narrow/decode.ts';
+import { px4LikeStream } from '../telemetry/narrow/px4-fixture.ts';
 import { signalInfo } from '../telemetry/narrow/signal-info.ts';
 import { readStoredSamples } from '../telemetry/narrow/stored-samples.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
@@ -463,6 +464,19 @@ describe('MCAP', () => {
     expect(byTopic.get('/mavlink/ATTITUDE')!.map((m) => m.data)).toEqual([{ time_boot_ms: 1000, roll: null, pitch: null, yaw: 0.5, rollspeed: 0, pitchspeed: 0, yawspeed: 0 }]);
     const [version] = byTopic.get('/mavlink/AUTOPILOT_VERSION')!.map((m) => m.data);
     expect(version).toMatchObject({ capabilities: 12345, uid: BIG_UID.toString(), flight_custom_version: [1, 2, 3, 4, 5, 6, 7, 8], middleware_custom_version: [0, 0, 0, 0, 0, 0, 0, 0] });
+  });
+
+  it('a flight with a genuine reboot: each boot session aligned as Query aligns it', async () => {
+    const stream = px4LikeStream();
+    const { datasetId } = await registerNarrow('px4-like reboot');
+    await submitFrames(datasetId, fixturePoints(stream.frames));
+    const sessions = await sql<{ n: number }>`select count(*)::int as n from narrow_boot_sessions where dataset_id = ${datasetId}::uuid`.execute(t.service.ctx.db);
+    expect(sessions.rows[0]!.n).toBeGreaterThanOrEqual(2);
+    const byTopic = messagesByTopic((await mcapRecords(`datasetId=${datasetId}&format=mcap`)).records);
+    const answer = await query(datasetId, ['mavlink.ATTITUDE.roll', 'mavlink.HOME_POSITION.latitude']);
+    expect(byTopic.get('/mavlink/ATTITUDE')!.map((m) => [m.t, m.data.roll])).toEqual(pairs(answer.series[0]!));
+    expect(byTopic.get('/mavlink/ATTITUDE')!.length).toBe(stream.attitudes[0] + stream.attitudes[1]);
+    expect(byTopic.get('/mavlink/HOME_POSITION')!.map((m) => [m.t, m.data.latitude])).toEqual(pairs(answer.series[1]!));
   });
 
   it('named MAVLink signals choose the message types and their fields; a window cuts on aligned time', async () => {

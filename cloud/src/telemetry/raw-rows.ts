@@ -223,7 +223,7 @@ async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsReq
     msgid,
     table: e.table,
     select: frameValuesSql(e.columns),
-    where: anyValueSql(e.columns),
+    where: anyValueSql(msgid, e.columns),
     pageRows: tablePageRows(pageValues, e.columns.length),
   }));
   const width = columns.length;
@@ -308,7 +308,7 @@ export async function openMavlinkMessages(db: Executor, dataset: DatasetRow, req
     );
     channels.push({ msgid, message, schema: { title: `mavlink.${message}`, type: 'object', properties } });
     const width = fields.reduce((n, f) => n + f.columns.length, 0);
-    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(chosenColumns), pageRows: tablePageRows(pageValues, width) });
+    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(msgid, chosenColumns), pageRows: tablePageRows(pageValues, width) });
   }
   const bound = await sql<{ sysid: number | null }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(db);
   // About a page of values per page of frames (a frame of the SITL capture holds ~8).

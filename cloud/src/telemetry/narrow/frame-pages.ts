@@ -50,20 +50,22 @@ export interface FrameField {
   columns: readonly SignalColumn[];
   array: boolean;
   type: ColumnType;
+  /** A MAVLink 2 extension field: NULL in a v1 frame's row. */
+  extension: boolean;
 }
 
 /** The fields of a message id's table, in wire order, each with the columns that hold it. */
 export function frameFields(msgid: number): FrameField[] {
   const columns = messageColumns(msgid).columns;
   const layout = messageLayoutOf(msgid);
-  if (!layout) return columns.map((c) => ({ name: 'raw', columns: [c], array: false, type: c.type }));
+  if (!layout) return columns.map((c) => ({ name: 'raw', columns: [c], array: false, type: c.type, extension: false }));
   const fields: FrameField[] = [];
   let next = 0;
   // messageColumns lists each field's signals in layout order, one column per signal.
   for (const field of layout.fields) {
     const own = columns.slice(next, next + field.signals.length);
     next += field.signals.length;
-    fields.push({ name: field.source, columns: own, array: field.signals.length > 1, type: own[0]!.type });
+    fields.push({ name: field.source, columns: own, array: field.signals.length > 1, type: own[0]!.type, extension: field.extension });
   }
   return fields;
 }
@@ -130,19 +132,40 @@ export function frameValuesSql(columns: readonly SignalColumn[]): string {
   return `('[' || array_to_string(array[${columns.map((c) => `coalesce(${valueJsonSql(c, 'string')}, 'null')`).join(', ')}]::text[], ',') || ']')`;
 }
 
-/** Rows that hold a value of at least one of the columns. */
-export function anyValueSql(columns: readonly SignalColumn[]): string {
+/**
+ * Rows of a message id's table that hold a value of at least one of the columns. Every row holds every
+ * base (non-extension) field (a v1 frame lacks only extensions; a v2 frame's truncated zeros decode as
+ * values), so with a base column among them that is every row, and the scan tests nothing per row.
+ */
+export function anyValueSql(msgid: number, columns: readonly SignalColumn[]): string {
+  const chosen = new Set(columns.map((c) => c.column));
+  if (frameFields(msgid).some((f) => !f.extension && f.columns.some((c) => chosen.has(c.column)))) return 'true';
   return columns.map((c) => `m.${quoteIdent(c.column)} is not null`).join(' or ');
 }
 
-/** Aligned time of a row `m` joined with the session shifts `o` (query.ts computes it the same way). */
-const ALIGNED = sql`(round(date_part('epoch', m.time) * 1000000)
-  + case m.time_source when 'b' then coalesce(o.boot, 0) when 'a' then coalesce(o.agent, 0) else 0 end)`;
-
-function shiftTable(shifts: readonly SessionShift[]): RawBuilder<unknown> {
-  const list = (values: number[]) => `{${values.join(',')}}`;
-  return sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
-                    ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
+/**
+ * Aligned time of a row `m` (query.ts computes the same value): raw µs plus the shift of the row's boot
+ * session for its time source. Sessions are numbered in sequence per dataset (boot-sessions.ts), so
+ * the shifts go as two arrays indexed by session number (`[lo:hi]={…}`), which costs a page's scan less
+ * than joining a table of sessions; NULL (no such session) shifts by 0, as query.ts's outer join does.
+ */
+function alignedSql(shifts: readonly SessionShift[]): RawBuilder<unknown> {
+  const raw = sql`round(date_part('epoch', m.time) * 1000000)`;
+  if (shifts.length === 0) return raw;
+  const lo = Math.min(...shifts.map((s) => s.session));
+  const hi = Math.max(...shifts.map((s) => s.session));
+  const bySession = new Map(shifts.map((s) => [s.session, s]));
+  const array = (pick: (s: SessionShift) => number) => {
+    const items: string[] = [];
+    for (let k = lo; k <= hi; k++) {
+      const shift = bySession.get(k);
+      items.push(shift ? String(pick(shift)) : 'NULL');
+    }
+    return `[${lo}:${hi}]={${items.join(',')}}`;
+  };
+  const boot = sql`coalesce((${array((s) => s.bootShiftUs)}::float8[])[m.boot_session], 0)`;
+  const agent = sql`coalesce((${array((s) => s.agentShiftUs)}::float8[])[m.boot_session], 0)`;
+  return sql`(${raw} + case m.time_source when 'b' then ${boot} when 'a' then ${agent} else 0 end)`;
 }
 
 interface Cursor {
@@ -168,7 +191,7 @@ export async function* framePages(
 ): AsyncGenerator<FrameRow[]> {
   if (sources.length === 0) return;
   const shifts = (await loadBootSessions(db, datasetId)).map(sessionShift);
-  const join = shiftTable(shifts);
+  const aligned = alignedSql(shifts);
 
   const read = async (cursor: Cursor, after: { t: number; seq: number } | undefined) => {
     const { source } = cursor;
@@ -181,7 +204,7 @@ export async function* framePages(
     const result = await sql<{ t: number; seq: number; json: string }>`
       with k as (
         select r.t, r.frame_seq from (
-          select ${ALIGNED} as t, m.frame_seq from ${sql.table(source.table)} m left join ${join} on o.session = m.boot_session
+          select ${aligned} as t, m.frame_seq from ${sql.table(source.table)} m
           where ${sql.raw(source.where)}) r
         where ${sql.join(bounds, sql` and `)}
         order by r.t, r.frame_seq limit ${source.pageRows})
