@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { AppContext } from '../platform/context.ts';
+import type { Logger } from '../platform/logger.ts';
 
 /**
  * Move every queued command past its ack deadline to `timed_out`. One UPDATE: Postgres re-checks the
@@ -32,11 +34,46 @@ export function noteDeadline(ctx: AppContext, deadline: Date): void {
 }
 
 /**
+ * How sweep outcomes reach the log. While PostgreSQL is unreachable every sweep fails the same way;
+ * an error line per tick would bury the one line that matters and page on-call for an outage the
+ * readiness probe and the API's 503s already report. So the first unreachable failure logs one warn,
+ * the first success after it one info (with how long it lasted), and the ticks between stay quiet.
+ * Any other failure (a bad statement, a permission) is a bug and logs at error level every time; it
+ * neither starts nor ends an outage, since only a completed sweep shows the sweeper works again.
+ */
+export function sweepOutcomeLog(logger: Logger, clock: { now(): Date }) {
+  let outage: { sinceMs: number; failedSweeps: number } | undefined;
+  return {
+    succeeded(ids: string[]): void {
+      if (outage) {
+        logger.info({ outageMs: clock.now().getTime() - outage.sinceMs, failedSweeps: outage.failedSweeps }, 'timeout sweep recovered: database reachable again');
+        outage = undefined;
+      }
+      if (ids.length > 0) logger.info({ commandIds: ids }, 'commands timed out');
+    },
+    failed(err: unknown): void {
+      if (!isDatabaseUnavailable(err)) {
+        logger.error({ err }, 'timeout sweep failed');
+        return;
+      }
+      if (outage) {
+        outage.failedSweeps++;
+        return;
+      }
+      outage = { sinceMs: clock.now().getTime(), failedSweeps: 1 };
+      logger.warn({ err }, 'timeout sweep paused: database unreachable (logged once until it recovers)');
+    },
+  };
+}
+
+/**
  * Sweep when a deadline this process dispatched passes (to the second: every deadline of one second
  * shares a sweep), and every SAFETY_SWEEP_MS for the rest — so an idle process costs one statement
- * every 30 s instead of two a second, and a busy one one a second at most. Errors are logged, never fatal.
+ * every 30 s instead of two a second, and a busy one one a second at most. Errors are logged (see
+ * sweepOutcomeLog), never fatal. `sweepOnce` is replaceable so tests can drive failures without an outage.
  */
-export function startSweeper(ctx: AppContext): { stop(): Promise<void> } {
+export function startSweeper(ctx: AppContext, sweepOnce: typeof sweepTimedOut = sweepTimedOut): { stop(): Promise<void> } {
+  const outcomes = sweepOutcomeLog(ctx.logger, ctx.clock);
   /** The seconds (epoch s, rounded up) holding a known deadline, ascending. */
   const due: number[] = [];
   let running: Promise<unknown> = Promise.resolve();
@@ -51,11 +88,9 @@ export function startSweeper(ctx: AppContext): { stop(): Promise<void> } {
     if (safety) lastSafety = now;
     while (due.length > 0 && due[0]! * 1000 <= now) due.shift();
     running = running
-      .then(() => sweepTimedOut(ctx, { pruneAckAttempts: safety }))
-      .then((ids) => {
-        if (ids.length > 0) ctx.logger.info({ commandIds: ids }, 'commands timed out');
-      })
-      .catch((err) => ctx.logger.error({ err }, 'timeout sweep failed'));
+      .then(() => sweepOnce(ctx, { pruneAckAttempts: safety }))
+      .then((ids) => outcomes.succeeded(ids))
+      .catch((err: unknown) => outcomes.failed(err));
     schedule();
   };
 
