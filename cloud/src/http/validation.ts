@@ -5,12 +5,20 @@ import { invalidRequest } from './api-error.ts';
 
 /** Parse and validate a JSON body; failures are 400 invalid_request with details naming each field. */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
-  let body: unknown;
+  return validateJson(schema, await readJsonValue(c));
+}
+
+/** The body parsed as JSON, not yet validated (for a route that checks its hot shape in place first); not JSON is a 400. */
+export async function readJsonValue(c: Context): Promise<unknown> {
   try {
-    body = await c.req.json();
+    return await c.req.json();
   } catch {
     throw invalidRequest('request body is not valid JSON', [{ field: '', message: 'expected a JSON object' }]);
   }
+}
+
+/** Validate a parsed JSON body; failures are 400 invalid_request with details naming each field. */
+export function validateJson<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     const details = zodIssuesToDetails(parsed.error);
