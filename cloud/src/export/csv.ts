@@ -18,7 +18,14 @@ export async function* csvBytes(source: RawRows): AsyncGenerator<Uint8Array> {
   const flush = (out: string[]) => {
     if (instant === undefined) return;
     const time = `${rfc3339Micros(instant)},${Math.round(instant)}`;
-    for (const line of lines) out.push(`${time},${line.map(csvCell).join(',')}\n`);
+    for (const line of lines) {
+      // A MAVLink line fills a few of hundreds of columns: format only those (forEach skips the holes).
+      const cells = new Array<string>(width).fill('');
+      line.forEach((v, i) => {
+        if (v !== undefined) cells[i] = csvCell(v);
+      });
+      out.push(`${time},${cells.join(',')}\n`);
+    }
     lines = [];
   };
   for await (const page of source.pages()) {

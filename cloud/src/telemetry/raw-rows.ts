@@ -211,7 +211,7 @@ async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsReq
     return { name: c.signal, type: NARROW_TYPES[c.column.type], message, field: c.signal.slice(`mavlink.${message}.`.length) };
   });
   const pageValues = request.pageValues ?? PAGE_VALUES;
-  // One source per message table; `at[msgid]` places its flat values in the export's columns.
+  // One source per message table; its `indexes` place the flat values it reads in the export's columns.
   const byMsgid = new Map<number, { table: string; indexes: number[]; columns: SignalColumn[] }>();
   choices.forEach((c, i) => {
     const entry = byMsgid.get(c.msgid) ?? { table: c.table, indexes: [], columns: [] };
