@@ -2,6 +2,9 @@ import { startupBanner } from './banner.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { SortieService } from './service.ts';
 import { exitOnSignals } from './shutdown.ts';
+import { boundHeapGrowth } from './platform/heap.ts';
+
+boundHeapGrowth();
 
 try {
   const service = await SortieService.create(loadConfig());
