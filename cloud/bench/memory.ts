@@ -15,6 +15,7 @@ import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { StreamSubmitRequestSchema } from '@sortie/contracts';
+import { HEAP_GROWING_PERCENT } from '../src/platform/heap.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, registerWideDataset, startServerProcess, type BenchServer } from './bench-env.ts';
@@ -266,7 +267,7 @@ const database = await createTestDatabase();
 try {
   console.log(
     `bench:memory — server RSS per ingest path: ${SECONDS} s of load, then ${IDLE_SECONDS} s idle; a fresh server process per phase; ` +
-      `server NODE_OPTIONS "${process.env.BENCH_SERVER_NODE_OPTIONS}"`,
+      `server NODE_OPTIONS "${process.env.BENCH_SERVER_NODE_OPTIONS}"; the server's entry point sets --heap-growing-percent=${HEAP_GROWING_PERCENT} (cloud/src/platform/heap.ts)`,
   );
   const results: PhaseResult[] = [];
   for (const name of PHASES) {
