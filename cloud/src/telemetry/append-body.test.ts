@@ -183,6 +183,17 @@ describe('the append body checked in place', () => {
     expect(routeAnswer(input)).toMatchObject({ ok: true, data: { rows: [{ values: [['ch_0', 2]] }] } });
   });
 
+  it('takes 1 to 10,000 rows as the schema does, and leaves 0 or 10,001 to it', () => {
+    const rows = (n: number) => ({ experimentId: EXPERIMENT, datasetId: DATASET, rows: Array.from({ length: n }, () => ({ timestamp: '2026-01-01T00:00:00Z', values: { a: 1 } })) });
+    for (const n of [0, 1, 10_000, 10_001]) {
+      const input = rows(n);
+      const schema = schemaAnswer(input);
+      expect(routeAnswer(input)).toEqual(schema.ok ? { ...schema, inPlace: true } : schema);
+    }
+    expect(appendBodyInPlace(rows(10_000))).toBeDefined();
+    expect(schemaAnswer(rows(10_001)).ok).toBe(false);
+  });
+
   it('refuses what the schema refuses at the edges: NUL and lone surrogates in keys and values, non-finite numbers, years outside 1685–2255', () => {
     const at = (values: Record<string, unknown>, ts = '2026-01-01T00:00:00Z') => ({ experimentId: EXPERIMENT, datasetId: DATASET, rows: [{ timestamp: ts, values }] });
     for (const input of [at({ 'a\u0000': 1 }), at({ '\ud800': 1 }), at({ a: 'x\u0000' }), at({ a: '\udc00' }), at({ a: NaN }), at({ a: Infinity }), at({}, '1600-01-01T00:00:00Z'), at({}, '2300-01-01T00:00:00Z'), at({ a: [] }), at({ a: {} })]) {
