@@ -123,3 +123,34 @@ for (const embedded of [false, true]) {
     });
   });
 }
+
+describe('start-up move by several processes at once (PostgreSQL)', () => {
+  let t: TestService;
+  afterAll(() => t?.stop());
+
+  // Replicas start together: one may move the rows and drop the table between another's first look and its
+  // turn on the lock. Every start-up must still succeed and the rows be moved once.
+  it('lets every concurrent start-up succeed whichever one moves and drops the table', { timeout: 120_000 }, async () => {
+    t = await startTestService({ embedded: false });
+    const db = t.service.ctx.db;
+    const org = await t.createOrg();
+    const experimentId = (await t.call('POST', '/api/experiments/create', { key: org.key, body: { name: 'legacy-race' } })).body.id;
+    const frames = fixtureFrames('ardupilot-v2.mavlink').slice(0, 40);
+    const expected = legacySamples(frames);
+    for (let round = 0; round < 12; round++) {
+      await LEGACY_SIGNALS_DDL.execute(db);
+      await LEGACY_DDL.execute(db);
+      const registered = await t.call('POST', '/api/streams/register', {
+        key: org.key,
+        body: { experimentId, datasetName: `race-${round}`, storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' },
+      });
+      await writeLegacy(t, registered.body.datasetId, expected, frames);
+      // The second start-up begins a little later each round, so its first look falls before, during and after the first's move.
+      const second = new Promise((resolve) => setTimeout(resolve, round * 3)).then(() => moveLegacyNarrowSamples(db));
+      const results = await Promise.all([moveLegacyNarrowSamples(db), second]);
+      expect(results.reduce((n, r) => n + r.samples, 0)).toBe(expected.length);
+      expect(await readStoredSamples(db, registered.body.datasetId)).toEqual(expected);
+      expect((await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(db)).rows[0]!.t).toBeNull();
+    }
+  });
+});

@@ -45,12 +45,18 @@ export interface LegacyMoveResult {
 /** Move every dataset's rows out of narrow_samples, then drop it; a no-op when it is gone. */
 export async function moveLegacyNarrowSamples(db: Db): Promise<LegacyMoveResult> {
   const done: LegacyMoveResult = { datasets: 0, frames: 0, samples: 0 };
-  const exists = await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(db);
-  if (exists.rows[0]!.t === null) return done;
-  const datasets = await sql<{ dataset_id: string }>`select distinct dataset_id::text from narrow_samples`.execute(db);
-  for (const { dataset_id } of datasets.rows) {
+  if (!(await legacyTableExists(db))) return done;
+  // Every step re-checks under the lock: a process starting beside this one may have moved the rows and
+  // dropped the table between this process's first look and its turn.
+  const datasets = await db.transaction().execute(async (tx) => {
+    await LOCK.execute(tx);
+    if (!(await legacyTableExists(tx))) return [];
+    return (await sql<{ dataset_id: string }>`select distinct dataset_id::text from narrow_samples`.execute(tx)).rows;
+  });
+  for (const { dataset_id } of datasets) {
     const moved = await db.transaction().execute(async (tx) => {
       await LOCK.execute(tx);
+      if (!(await legacyTableExists(tx))) return { frames: 0, samples: 0 };
       return moveDataset(tx, dataset_id);
     });
     if (moved.samples > 0) done.datasets++;
@@ -59,8 +65,7 @@ export async function moveLegacyNarrowSamples(db: Db): Promise<LegacyMoveResult>
   }
   await db.transaction().execute(async (tx) => {
     await LOCK.execute(tx);
-    const still = await sql<{ t: string | null }>`select to_regclass('narrow_samples')::text as t`.execute(tx);
-    if (still.rows[0]!.t === null) return;
+    if (!(await legacyTableExists(tx))) return;
     const left = await sql<{ n: number }>`select count(*)::int as n from (select 1 from narrow_samples limit 1) s`.execute(tx);
     // The signal dictionary served only narrow_samples (message tables name signals by column).
     if (left.rows[0]!.n === 0) await sql`drop table narrow_samples, narrow_signals`.execute(tx);
@@ -133,6 +138,15 @@ async function moveDataset(tx: Executor, datasetId: string): Promise<{ frames: n
   }
   await sql`delete from narrow_samples where dataset_id = ${datasetId}::uuid`.execute(tx);
   return { frames, samples: rows.length };
+}
+
+async function legacyTableExists(db: Executor): Promise<boolean> {
+  // pg_class read with the statement's own snapshot, not to_regclass: to_regclass answers from the session's
+  // catalog cache, which after waiting on the lock can still name a table another process has just dropped.
+  const found = await sql<{ n: number }>`
+    select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace ns on ns.oid = c.relnamespace
+    where c.relname = 'narrow_samples' and ns.nspname = any (current_schemas(false))`.execute(db);
+  return found.rows[0]!.n > 0;
 }
 
 /** A stored value in its column's type; a 64-bit integer from its exact decimal text when it had one. */
