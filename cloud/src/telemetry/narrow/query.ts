@@ -5,7 +5,8 @@ import { ApiError, notFound } from '../../http/api-error.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
 import type { M4 } from '../series/m4.ts';
-import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { loadMessageTables, numericSql, quoteIdent, signalColumn, type SignalColumn } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
@@ -64,17 +65,15 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
     return { table: table.table, column: at.column };
   });
   const shifts = sessions.map(sessionShift);
-  return Promise.all(
-    names.map(async (name, i) => {
-      const source = sources[i]!;
-      // One pass over the signal's rows answers the long read (M4 per bucket, counts included); only
-      // when everything fits the budget is a second pass made, for every sample.
-      const buckets = await m4Buckets(db, query, source, shifts);
-      const count = buckets.reduce((n, b) => n + b.count, 0);
-      if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
-      return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: count };
-    }),
-  );
+  return mapLimit(names, READS_PER_QUERY, async (name, i) => {
+    const source = sources[i]!;
+    // One pass over the signal's rows answers the long read (M4 per bucket, counts included); only
+    // when everything fits the budget is a second pass made, for every sample.
+    const buckets = await m4Buckets(db, query, source, shifts);
+    const count = buckets.reduce((n, b) => n + b.count, 0);
+    if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
+    return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: count };
+  });
 }
 
 /** Where one signal's values are: its message's table of the dataset and its column. */

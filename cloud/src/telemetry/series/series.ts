@@ -5,6 +5,11 @@ export const DEFAULT_MAX_POINTS = 1000;
 /** Larger budgets are clamped: the answer is still "at most max_points_per_channel". */
 export const MAX_POINTS_PER_CHANNEL = 100_000;
 export const MAX_CHANNELS_PER_QUERY = 256;
+/**
+ * Channels of one Query read at once, each on its own pooled connection. A few keep a many-channel Query
+ * fast while leaving the pool (20) to every other request; all 256 at once would take every connection.
+ */
+export const READS_PER_QUERY = 4;
 
 /** What Query answers for one channel, whatever the storage shape: the budget's samples and the exact raw count. */
 export interface SeriesResult {

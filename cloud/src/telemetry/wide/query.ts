@@ -4,7 +4,8 @@ import { ApiError, notFound } from '../../http/api-error.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
 import { mergeM4, type M4 } from '../series/m4.ts';
-import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
@@ -47,12 +48,10 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
     throw new ApiError('invalid_request', '`from` is after `to`');
   }
-  return Promise.all(
-    columns.map(async (column, i) => {
-      const { samples, rawPoints } = await querySeries(db, query, column);
-      return { channelId: query.channelIds[i]!, samples, rawPoints };
-    }),
-  );
+  return mapLimit(columns, READS_PER_QUERY, async (column, i) => {
+    const { samples, rawPoints } = await querySeries(db, query, column);
+    return { channelId: query.channelIds[i]!, samples, rawPoints };
+  });
 }
 
 async function querySeries(db: Executor, query: WideQuery, column: WideColumnInfo): Promise<{ samples: Sample[]; rawPoints: number }> {
