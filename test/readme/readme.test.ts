@@ -12,8 +12,8 @@ import { matchOutput, readmeBlocks, substitute, type ReadmeStep } from './readme
  * every block marked `run` in document order, embedded defaults (no SORTIE_DATABASE_URL, no NATS), each
  * command's stdout compared with the `# →` lines after it. The only liberties taken: the ports the README
  * names (8080, 50051, 8443) are swapped for free ones so the test can run beside anything, the data dir
- * is a temp dir, and after `npm start &` (or `npm run receiver … &`) the session waits until it answers,
- * as a person would. So a README that drifts from the product fails here.
+ * (and every ./.sortie-data path a command names) is a temp dir, and after `npm start &` (or `npm run
+ * receiver … &`) the session waits until it answers, as a person would. So a README that drifts from the product fails here.
  */
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const STEP_TIMEOUT_MS = 180_000;
@@ -61,12 +61,26 @@ class ShellSession {
     }
   }
 
-  close(): void {
-    try {
-      process.kill(-this.#bash.pid!, 'SIGTERM');
-    } catch {
-      // already gone
-    }
+  /**
+   * Stops the session and everything it started, and waits until they are gone: a server stopped by
+   * SIGTERM still writes its embedded database while it shuts down, so its data dir can be removed only after.
+   */
+  async close(): Promise<void> {
+    const group = -this.#bash.pid!;
+    const alive = () => {
+      try {
+        process.kill(group, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (!alive()) return;
+    process.kill(group, 'SIGTERM');
+    const deadline = Date.now() + 30_000;
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (alive()) process.kill(group, 'SIGKILL');
+    while (alive()) await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -105,11 +119,11 @@ describe('the README, executed', async () => {
   };
   const shell = new ShellSession(env, repo);
   afterAll(async () => {
-    shell.close();
+    await shell.close();
     // The export the README makes lands in the clone, as it would for a reader; the test leaves none behind.
     const exported = values.get('mcapFile');
     if (exported && !exported.includes('/')) await rm(path.join(repo, exported), { force: true });
-    await rm(dataDir, { recursive: true, force: true });
+    await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
   });
 
   const localise = (command: string) =>
@@ -118,7 +132,10 @@ describe('the README, executed', async () => {
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.http}`)
       .replaceAll('127.0.0.1:50051', `127.0.0.1:${ports.grpc}`)
       .replaceAll('localhost:8443', `localhost:${ports.receiver}`)
-      .replaceAll('--port 8443', `--port ${ports.receiver}`);
+      .replaceAll('--port 8443', `--port ${ports.receiver}`)
+      // Files a reader's commands keep in ./.sortie-data (the agent's spool) go to the test's own data dir,
+      // so a second run, or a server the developer left there, changes nothing.
+      .replaceAll(' .sortie-data/', ` ${dataDir}/`);
 
   // A job the README starts in the background (`npm start &`) would print into later commands' output;
   // its output goes to a log instead, as it would to another terminal.
