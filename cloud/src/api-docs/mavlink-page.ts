@@ -1,4 +1,4 @@
-import { MAVLINK_DIALECTS, MAVLINK_REGISTRY, signalName } from '@sortie/contracts/mavlink';
+import { MAVLINK_DIALECTS, MAVLINK_FIELD_DATA_TYPE, MAVLINK_REGISTRY, signalName } from '@sortie/contracts/mavlink';
 import { esc, guidePage } from './html.ts';
 
 /** One row of the catalogue: a field of a message, and the signal name(s) its values are stored under. */
@@ -16,21 +16,6 @@ export interface CatalogueEntry {
   /** A MAVLink 2 extension field (absent from MAVLink 1 frames). */
   extension: boolean;
 }
-
-const DATA_TYPE: Record<string, string> = {
-  float: 'float',
-  double: 'double',
-  int8_t: 'int32',
-  int16_t: 'int32',
-  int32_t: 'int32',
-  uint8_t: 'uint32',
-  uint8_t_mavlink_version: 'uint32',
-  uint16_t: 'uint32',
-  uint32_t: 'uint32',
-  int64_t: 'int64',
-  uint64_t: 'uint64',
-  char: 'string',
-};
 
 let cached: CatalogueEntry[] | undefined;
 
@@ -52,7 +37,7 @@ export function mavlinkCatalogue(): readonly CatalogueEntry[] {
           field: field.source,
           signal: signalName(clazz.MSG_NAME, field.source),
           elements: isArray && !text ? field.length : undefined,
-          dataType: DATA_TYPE[base] ?? base,
+          dataType: MAVLINK_FIELD_DATA_TYPE[base] ?? base,
           unit: field.units ?? '',
           extension: field.extension,
         };

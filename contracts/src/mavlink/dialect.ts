@@ -72,3 +72,22 @@ export const crcExtraOf: CrcExtraLookup = (msgid) => {
 export function messageClassOf(msgid: number): MessageClass | undefined {
   return MAVLINK_REGISTRY.get(msgid);
 }
+
+/**
+ * A dialect field's C type → the dataType label of its signal, named like the TelemetryPoint value members
+ * (what the channel list and the /docs catalogue show; arrays are labelled by their element type).
+ */
+export const MAVLINK_FIELD_DATA_TYPE: Readonly<Record<string, 'float' | 'double' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'string'>> = {
+  float: 'float',
+  double: 'double',
+  int8_t: 'int32',
+  int16_t: 'int32',
+  int32_t: 'int32',
+  uint8_t: 'uint32',
+  uint8_t_mavlink_version: 'uint32',
+  uint16_t: 'uint32',
+  uint32_t: 'uint32',
+  int64_t: 'int64',
+  uint64_t: 'uint64',
+  char: 'string',
+};

@@ -1,4 +1,4 @@
-import { MAVLINK_REGISTRY, type MessageClass, parseSignalName } from '@sortie/contracts/mavlink';
+import { MAVLINK_FIELD_DATA_TYPE, MAVLINK_REGISTRY, type MessageClass, parseSignalName } from '@sortie/contracts/mavlink';
 
 /** What a signal holds: numbers (Query reads them as doubles), text, or raw bytes. */
 export type ValueKind = 'double' | 'text' | 'bytes';
@@ -12,21 +12,6 @@ export interface SignalInfo {
 }
 
 const BY_NAME: ReadonlyMap<string, MessageClass> = new Map([...MAVLINK_REGISTRY.values()].map((clazz) => [clazz.MSG_NAME, clazz]));
-
-const DATA_TYPE: Record<string, SignalInfo['dataType']> = {
-  float: 'float',
-  double: 'double',
-  int8_t: 'int32',
-  int16_t: 'int32',
-  int32_t: 'int32',
-  uint8_t: 'uint32',
-  uint8_t_mavlink_version: 'uint32',
-  uint16_t: 'uint32',
-  uint32_t: 'uint32',
-  int64_t: 'int64',
-  uint64_t: 'uint64',
-  char: 'string',
-};
 
 const RAW: SignalInfo = { dataType: 'bytes', unit: '', kind: 'bytes' };
 
@@ -43,7 +28,7 @@ export function signalInfo(signal: string): SignalInfo | undefined {
   if (!field) return undefined;
   const isArray = field.type.endsWith('[]');
   const base = isArray ? field.type.slice(0, -2) : field.type;
-  const dataType = DATA_TYPE[base];
+  const dataType = MAVLINK_FIELD_DATA_TYPE[base];
   if (!dataType) return undefined;
   // A char array is one text value; a numeric array is addressed element by element.
   if (base === 'char') return parsed.index === undefined ? { dataType, unit: field.units ?? '', kind: 'text' } : undefined;
