@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect as tcpConnect, createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NATS_SERVER_BIN } from '@sortie/cloud/testing';
+import { NATS_SERVER_BIN, waitForPort } from '@sortie/cloud/testing';
 
 /**
  * A three-node NATS JetStream cluster on loopback, each node a nats-server process with its own store
@@ -38,22 +38,6 @@ async function freePorts(n: number): Promise<number[]> {
   const ports = servers.map((server) => (server.address() as AddressInfo).port);
   await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));
   return ports;
-}
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = tcpConnect(port, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
