@@ -8,20 +8,15 @@
 // Same-run baselines: the bare Query of the same request (same channel, window and point budget) from
 // Node over the same Connect protocol, so the ratio is what the browser adds (fetch, decode, React-ish
 // render, canvas draw). Options: BENCH_RUNS (20).
-import http2 from 'node:http2';
 import os from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { createSortieClient } from '@sortie/client';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { CHROMIUM, launchChromium } from '../../test/console/browser.ts';
 import { api, createOrgAndKey, percentile, registerWideDataset, startServerProcess } from './bench-env.ts';
-import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
+import { loadWideFlight, ROW_COUNT as ROWS, SAMPLE_US, START_US } from './wide-flight.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
-const ROWS = 1_250_000;
-const BATCH = 1000;
-const SAMPLE_US = 50;
-const START_US = Date.UTC(2026, 0, 1) * 1000;
 // The channel as the console names it (its ch_N column) and as Query addresses it (N).
 const CHANNEL = 'ch_0';
 const QUERY_CHANNEL = '0';
@@ -29,33 +24,6 @@ const QUERY_CHANNEL = '0';
 const TARGET_SELECT_MS = 1000;
 const TARGET_ZOOM_P50_MS = 150;
 const TARGET_GZIP_BYTES = 150 * 1024;
-
-function rows(b: number): BenchRows {
-  const timesUs = new Float64Array(BATCH);
-  const values = [new Float64Array(BATCH)];
-  for (let r = 0; r < BATCH; r++) {
-    const i = b * BATCH + r;
-    timesUs[r] = START_US + i * SAMPLE_US;
-    // A slow wave, noise, and rare spikes the plot must not lose.
-    values[0]![r] = Math.sin(i / 40_000) * 100 + ((i * 7919) % 101) / 10 + (i % 333_331 === 7 ? 900 : 0);
-  }
-  return { timesUs, values };
-}
-
-async function load(grpcPort: number, apiKey: string, experimentId: string, datasetId: string) {
-  const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const streams = 5;
-  const perStream = ROWS / BATCH / streams;
-  await Promise.all(
-    Array.from({ length: streams }, async (_, s) => {
-      const stream = openStreamSubmit(session, apiKey);
-      await stream.write(encodeHeaderFrame(experimentId, datasetId));
-      for (let b = s * perStream; b < (s + 1) * perStream; b++) await stream.write(encodeBatchFrame(rows(b)));
-      await stream.finish();
-    }),
-  );
-  session.close();
-}
 
 const stats = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -71,7 +39,7 @@ try {
   const experiment = await api(server.httpUrl, apiKey, '/api/experiments/create', { name: 'console bench' });
   const datasetId = await registerWideDataset(server.httpUrl, apiKey, experiment.id, 'one channel, 1.25 M rows', 1);
   const loadStarted = performance.now();
-  await load(server.grpcPort, apiKey, experiment.id, datasetId);
+  await loadWideFlight(server.grpcPort, apiKey, experiment.id, datasetId, 1);
   console.log(
     `bench:console — 1 channel × ${ROWS.toLocaleString('en-US')} raw rows (20 kHz, 62.5 s) loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s; ` +
       `${os.cpus().length} CPUs; ${browser.version()} at ${CHROMIUM}; ${RUNS} runs`,

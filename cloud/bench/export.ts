@@ -9,7 +9,6 @@
 // across tables, no HTTP, no JSON), and Query of every numeric signal at a budget that returns raw samples.
 // Options: BENCH_ROWS (1250000), BENCH_MAVLINK_REPLAYS (28), BENCH_RUNS (3).
 import { writeFileSync } from 'node:fs';
-import http2 from 'node:http2';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
@@ -19,42 +18,12 @@ import { fixtureFrames, framePoint } from '../src/telemetry/narrow/fixture-frame
 import { replayFrames } from '../src/telemetry/narrow/long-flight.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, registerWideDataset, startServerProcess, type BenchServer } from './bench-env.ts';
-import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
+import { loadWideFlight, ROW_COUNT } from './wide-flight.ts';
 
-const ROWS = Number(process.env.BENCH_ROWS ?? 1_250_000);
+const ROWS = Number(process.env.BENCH_ROWS ?? ROW_COUNT);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const REPLAYS = Number(process.env.BENCH_MAVLINK_REPLAYS ?? 28);
 const CHANNELS = 8;
-const BATCH = 1000;
-const SAMPLE_US = 50;
-const START_US = Date.UTC(2026, 0, 1) * 1000;
-
-function rows(b: number): BenchRows {
-  const timesUs = new Float64Array(BATCH);
-  const values = Array.from({ length: CHANNELS }, () => new Float64Array(BATCH));
-  for (let r = 0; r < BATCH; r++) {
-    const i = b * BATCH + r;
-    timesUs[r] = START_US + i * SAMPLE_US;
-    for (let c = 0; c < CHANNELS; c++) values[c]![r] = Math.sin(i / 40_000 + c) * 100 + ((i * 7919 + c) % 101) / 10;
-  }
-  return { timesUs, values };
-}
-
-async function loadWide(grpcPort: number, apiKey: string, experimentId: string, datasetId: string) {
-  const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const streams = 5;
-  const batches = Math.ceil(ROWS / BATCH);
-  const perStream = Math.ceil(batches / streams);
-  await Promise.all(
-    Array.from({ length: streams }, async (_, s) => {
-      const stream = openStreamSubmit(session, apiKey);
-      await stream.write(encodeHeaderFrame(experimentId, datasetId));
-      for (let b = s * perStream; b < Math.min(batches, (s + 1) * perStream); b++) await stream.write(encodeBatchFrame(rows(b)));
-      await stream.finish();
-    }),
-  );
-  session.close();
-}
 
 /** Reset the server's peak resident set (Linux: `5` into clear_refs), so the next peak is the export's own. */
 function resetPeak(server: BenchServer): number {
@@ -104,7 +73,7 @@ try {
   const experiment = await api(server.httpUrl, apiKey, '/api/experiments/create', { name: 'export bench' });
   const wideId = await registerWideDataset(server.httpUrl, apiKey, experiment.id, 'long flight', CHANNELS);
   const loadStarted = performance.now();
-  await loadWide(server.grpcPort, apiKey, experiment.id, wideId);
+  await loadWideFlight(server.grpcPort, apiKey, experiment.id, wideId, CHANNELS, ROWS);
   const narrow = await api(server.httpUrl, apiKey, '/api/streams/register', {
     experimentId: experiment.id,
     datasetName: 'sitl',

@@ -2,7 +2,6 @@
 // 1.25 M rows at 20 kHz, loaded through StreamSubmit so that ingest builds the rollups), against a
 // server in a child process; and in the same run the baseline: a naive M4 over the raw rows in SQL.
 // Options: BENCH_RUNS (50).
-import http2 from 'node:http2';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
@@ -10,41 +9,10 @@ import pg from 'pg';
 import { wideTableName } from '../src/datasets/wide-table.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, percentile, registerWideDataset, startServerProcess } from './bench-env.ts';
-import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
+import { loadWideFlight, ROW_COUNT as ROWS, SAMPLE_US, START_US } from './wide-flight.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 const CHANNELS = 8;
-const ROWS = 1_250_000;
-const BATCH = 1000;
-const SAMPLE_US = 50;
-const START_US = Date.UTC(2026, 0, 1) * 1000;
-
-function rows(b: number): BenchRows {
-  const timesUs = new Float64Array(BATCH);
-  const values = Array.from({ length: CHANNELS }, () => new Float64Array(BATCH));
-  for (let r = 0; r < BATCH; r++) {
-    const i = b * BATCH + r;
-    timesUs[r] = START_US + i * SAMPLE_US;
-    // A slow wave, noise, and rare spikes a chart must not lose.
-    for (let c = 0; c < CHANNELS; c++) values[c]![r] = Math.sin(i / 40_000 + c) * 100 + ((i * 7919 + c) % 101) / 10 + (i % 333_331 === 7 ? 900 : 0);
-  }
-  return { timesUs, values };
-}
-
-async function load(grpcPort: number, apiKey: string, experimentId: string, datasetId: string) {
-  const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const streams = 5; // 1,250 batches: 250 per stream, each stream its own stretch of time
-  const perStream = ROWS / BATCH / streams;
-  await Promise.all(
-    Array.from({ length: streams }, async (_, s) => {
-      const stream = openStreamSubmit(session, apiKey);
-      await stream.write(encodeHeaderFrame(experimentId, datasetId));
-      for (let b = s * perStream; b < (s + 1) * perStream; b++) await stream.write(encodeBatchFrame(rows(b)));
-      await stream.finish();
-    }),
-  );
-  session.close();
-}
 
 async function timed<T>(runs: number, fn: () => Promise<T>): Promise<{ p50: number; p95: number; last: T }> {
   const times: number[] = [];
@@ -65,7 +33,7 @@ try {
   const experiment = await api(server.httpUrl, apiKey, '/api/experiments/create', { name: 'query bench' });
   const datasetId = await registerWideDataset(server.httpUrl, apiKey, experiment.id, 'ten million', CHANNELS);
   const loadStarted = performance.now();
-  await load(server.grpcPort, apiKey, experiment.id, datasetId);
+  await loadWideFlight(server.grpcPort, apiKey, experiment.id, datasetId, CHANNELS);
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   const direct = new pg.Client({ connectionString: database.url });
   direct.on('error', (error) => console.error(`baseline connection lost: ${error.message}`));
