@@ -221,6 +221,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     const track = page.locator('svg[data-fixes]');
     await track.waitFor();
     expect(Number(await track.getAttribute('data-fixes'))).toBeGreaterThan(100);
+    // A round-length scale bar, so the track's size can be read without map tiles.
+    expect(await page.locator('[data-testid=track-scale]').textContent()).toMatch(/^(1|2|5)0* (m|km)$/);
     expect((await page.locator('.track-path').getAttribute('d'))!.length).toBeGreaterThan(1000);
     const over = await page.locator(`figure.pane[data-channel="${ROLL}"] .u-over`).boundingBox();
     await page.mouse.move(over!.x + over!.width * 0.5, over!.y + 20);

@@ -5,7 +5,7 @@ import type { Channel, CommandRecord, TimelineEvent } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatUtc, timestampSeconds } from './format.ts';
-import { indexAtOrBefore, localTrack } from './geo.ts';
+import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
 import { isArmed, modeName, stateSpans } from './heartbeat.ts';
 import { marksOf } from './marks.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
@@ -161,5 +161,17 @@ describe('marks on the time axis', () => {
 
   it('keeps the microseconds of an RFC 3339 time', () => {
     expect(timestampSeconds('2018-08-08T14:06:30.123456Z') - Date.UTC(2018, 7, 8, 14, 6, 30) / 1000).toBeCloseTo(0.123456, 6); // within half a microsecond: float64 seconds near 2018 resolve ~0.24 µs
+  });
+});
+
+describe('scaleBarMetres', () => {
+  it('is the largest 1, 2 or 5 × 10^n that fits', () => {
+    expect(scaleBarMetres(115)).toBe(100);
+    expect(scaleBarMetres(460 / 4)).toBe(100);
+    expect(scaleBarMetres(240)).toBe(200);
+    expect(scaleBarMetres(999)).toBe(500);
+    expect(scaleBarMetres(5)).toBe(5);
+    expect(scaleBarMetres(0.3)).toBe(0.2);
+    expect(scaleBarMetres(0)).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import { h, type VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { formatUtc } from './format.ts';
-import { indexAtOrBefore, localTrack, type LocalTrack } from './geo.ts';
+import { indexAtOrBefore, localTrack, scaleBarMetres, type LocalTrack } from './geo.ts';
 import { stateSpans, type StateSpan } from './heartbeat.ts';
 import type { PlotAxis, PlotWindow } from './plot.ts';
 
@@ -110,10 +110,24 @@ export function FlightView(props: Props): VNode<any> {
           h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length }, [
             h('rect', { x: 0, y: 0, width: SIZE, height: SIZE, class: 'track-bg' }),
             h('path', { d: geometry.d, class: 'track-path' }),
+            // A scale bar and north: without map tiles, they are what tells the track's size and heading.
+            ...scaleBar(geometry.extent),
+            h('text', { x: SIZE - 10, y: 18, class: 'track-north', 'text-anchor': 'end' }, 'N ↑'),
             marker ? h('circle', { cx: marker.x, cy: marker.y, r: 6, class: 'track-marker', 'data-testid': 'track-marker' }) : null,
           ]),
           h('figcaption', { class: 'muted' }, marker ? `At cursor: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix` : 'Local metres from the first fix; hover the plots to follow the vehicle.'),
         ])
       : null,
   ]);
+}
+
+/** A round-length bar at the bottom left of the track, at most a quarter of the square's width. */
+function scaleBar(extent: number) {
+  const metres = scaleBarMetres(extent / 4);
+  const width = (metres / extent) * SIZE;
+  const y = SIZE - 14;
+  return [
+    h('path', { d: `M10 ${y - 4}V${y}H${(10 + width).toFixed(1)}V${y - 4}`, class: 'track-scale' }),
+    h('text', { x: 10, y: y - 7, class: 'track-scale-label', 'data-testid': 'track-scale' }, `${metres >= 1000 ? `${metres / 1000} km` : `${metres} m`}`),
+  ];
 }

@@ -53,3 +53,14 @@ export function indexAtOrBefore(times: ArrayLike<number>, t: number): number {
   }
   return found;
 }
+
+/**
+ * The length of a map scale bar, in metres: the largest 1, 2 or 5 × 10^n not above `maxMetres`, so the
+ * bar reads as a round number (a track 460 m across with a bar of at most a quarter of it gets 100 m).
+ */
+export function scaleBarMetres(maxMetres: number): number {
+  if (!(maxMetres > 0)) return 0;
+  const decade = 10 ** Math.floor(Math.log10(maxMetres));
+  for (const step of [5, 2, 1]) if (step * decade <= maxMetres) return step * decade;
+  return decade;
+}
