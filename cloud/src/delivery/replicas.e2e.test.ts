@@ -158,7 +158,11 @@ describe('two cloud processes on one Postgres and one NATS', () => {
 
     const all = [...ids, ...racing];
     await allAcked(all, 45_000);
-    const jobs = await f.database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', all).execute();
+    // A receiver acks as soon as it has the POST, and the attempt's record may reach the database a few
+    // milliseconds after that (records are batched): every job must end delivered, so wait for it.
+    const readJobs = () => f.database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', all).execute();
+    await eventually(async () => ((await readJobs()).every((j) => j.state === 'delivered') ? true : undefined), 10_000, 'every job recorded delivered').catch(() => undefined);
+    const jobs = await readJobs();
     expect(jobs).toHaveLength(all.length);
     expect(new Set(jobs.map((j) => j.command_id)).size).toBe(all.length);
     expect(jobs.every((j) => j.state === 'delivered')).toBe(true);
