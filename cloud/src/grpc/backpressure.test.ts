@@ -1,4 +1,4 @@
-import { createClient } from '@connectrpc/connect';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TelemetryService, type StreamSubmitRequestSchema, type TelemetryPointSchema } from '@sortie/contracts';
@@ -70,6 +70,78 @@ describe('StreamSubmit backpressure', () => {
     expect(rows.rows[0]!.n).toBe(total * 1000);
   }, 120_000);
 
+  it('a bad batch read while the one before it is being written fails the stream only once that write has committed', async () => {
+    const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
+    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
+    await blocker.connect();
+    const before = await rowCount();
+    await blocker.query('begin');
+    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    const bad = batch(300);
+    const points = (bad.message as { value: { points: Array<MessageInitShape<typeof TelemetryPointSchema>> } }).value.points;
+    points[4321] = { ...points[4321]!, type: { case: 'string', value: 'not a number' } };
+    async function* stream(): AsyncGenerator<Message> {
+      yield { message: { case: 'header', value: { experimentId, datasetId } } };
+      yield batch(301);
+      yield bad;
+    }
+    const failed = client.streamSubmit(stream(), { headers: { 'x-api-key': org.key } }).then(
+      () => null,
+      (error: unknown) => ConnectError.from(error),
+    );
+    // The bad batch is decoded (and refused) while the good one waits for the lock: the answer
+    // must still wait for that write instead of ending the stream with it half done.
+    const early = await Promise.race([failed, new Promise((r) => setTimeout(r, 1500, 'pending'))]);
+    await blocker.query('commit');
+    await blocker.end();
+    const error = await failed;
+
+    expect(early).toBe('pending');
+    expect(error?.code).toBe(Code.InvalidArgument);
+    expect(error?.rawMessage).toContain('message 2, batch.points[4321]');
+    expect((await rowCount()) - before).toBe(1000);
+  });
+
+  it('a write that fails ends the stream with its error, and the batch decoded behind it is not written', async () => {
+    const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
+    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
+    await blocker.connect();
+    const before = await rowCount();
+    await blocker.query('begin');
+    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    let yielded = 0;
+    async function* stream(): AsyncGenerator<Message> {
+      yield { message: { case: 'header', value: { experimentId, datasetId } } };
+      for (const b of [400, 401]) {
+        yield batch(b);
+        yielded++;
+      }
+      await new Promise(() => {}); // the client never finishes: only the failed write can end the stream
+    }
+    const failed = client.streamSubmit(stream(), { headers: { 'x-api-key': org.key } }).then(
+      () => null,
+      (error: unknown) => ConnectError.from(error),
+    );
+    // The server's insert is waiting for the lock; the second batch has been read behind it. Cut that insert's connection.
+    let waiting: Array<{ pid: number }> = [];
+    for (let i = 0; i < 100 && (waiting.length === 0 || yielded < 2); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      waiting = (await blocker.query<{ pid: number }>(
+        `select pid from pg_stat_activity where wait_event_type = 'Lock' and query like $1 and pid <> pg_backend_pid()`,
+        [`%${wideTableName(datasetId)}%`],
+      )).rows;
+    }
+    expect(waiting).toHaveLength(1);
+    await blocker.query('select pg_terminate_backend($1)', [waiting[0]!.pid]);
+    await blocker.query('commit');
+    await blocker.end();
+    const error = await failed;
+
+    expect(error).not.toBeNull();
+    expect(error!.code).toBe(Code.Unavailable);
+    expect((await rowCount()) - before).toBe(0);
+  });
+
   it('single-point messages are written within the flush interval while the stream stays open', async () => {
     const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
     let release!: () => void;
@@ -92,3 +164,8 @@ describe('StreamSubmit backpressure', () => {
     expect((await call).written).toBe(1n);
   });
 });
+
+async function rowCount(): Promise<number> {
+  const rows = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(wideTableName(datasetId))}`.execute(t.service.ctx.db);
+  return rows.rows[0]!.n;
+}

@@ -10,17 +10,23 @@ import { runRpc, uuidField } from '../rpc/handler.ts';
 import { GRPC_LIMITS } from '../rpc/limits.ts';
 import type { GrpcDeps } from '../rpc/deps.ts';
 
-const FLUSH_DUE = Symbol('flush due');
-const DRAINING = Symbol('draining');
+const FLUSH_DUE: unique symbol = Symbol('flush due');
+const DRAINING: unique symbol = Symbol('draining');
+const WRITTEN: unique symbol = Symbol('written');
 
 /**
- * StreamSubmit: a header, then points or batches. Each message is written before the next one is
- * pulled, so a slow database holds the client back through HTTP/2 flow control instead of piling up
- * messages here. A batch message is one bulk write; single-point messages are gathered into one write
- * per GRPC_LIMITS.streamFlushPoints points or streamFlushMs, whichever comes first.
+ * StreamSubmit: a header, then points or batches. A batch message is one bulk write; single-point
+ * messages are gathered into one write per GRPC_LIMITS.streamFlushPoints points or streamFlushMs,
+ * whichever comes first.
  *
- * A message that fails validation ends the stream with its error; messages before it stay written,
- * nothing of it is.
+ * One write runs behind the reading: while a batch is being written, the next message is pulled and
+ * decoded (staged), so decoding and the database work at the same time instead of taking turns. The
+ * next write starts only when that one has committed, so at most one message waits here and a slow
+ * database still holds the client back through HTTP/2 flow control instead of piling up messages.
+ *
+ * A message that fails validation ends the stream with its error; messages before it stay written
+ * (the write in flight is awaited first), nothing of it is. A failed write ends the stream with its
+ * own error as soon as it fails.
  *
  * When the server starts closing, the stream writes what it has staged and ends UNAVAILABLE
  * ("server shutting down") instead of waiting for a half-close that may never come. The only
@@ -38,10 +44,29 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
       async () => {
         const principal = principalOf(context);
         let oldestStaged = 0;
+        /** The write running behind the reading, if any. */
+        let writing: Promise<void> | undefined;
+        const settle = async () => {
+          const w = writing;
+          writing = undefined;
+          await w;
+        };
+        const write = async (startedAt: number) => {
+          const { points, rows } = await sink!.flush();
+          ctx.logger.debug({ datasetId, points, rows, ms: +(performance.now() - startedAt).toFixed(2) }, 'telemetry batch written');
+        };
+        /** Writes what is staged and waits for it (and for the write before it). */
         const flush = async () => {
+          await settle();
           if (!sink || sink.staged === 0) return;
-          const { points, rows } = await sink.flush();
-          ctx.logger.debug({ datasetId, points, rows, ms: +(performance.now() - oldestStaged).toFixed(2) }, 'telemetry batch written');
+          await write(oldestStaged);
+        };
+        /** Starts writing what is staged (the sink takes it at once) and goes on reading; the write before it has settled. */
+        const flushBehind = () => {
+          const w = write(oldestStaged);
+          // Handled here so a failure while nothing awaits it is not unhandled; settle() or the read race still throws it.
+          w.catch(() => {});
+          writing = w;
         };
 
         const iterator = requests[Symbol.asyncIterator]();
@@ -53,7 +78,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
               throw new ConnectError('server shutting down', Code.Unavailable);
             }
             next ??= iterator.next();
-            let result: IteratorResult<AnyStreamSubmitRequest> | typeof FLUSH_DUE | typeof DRAINING;
+            let result: IteratorResult<AnyStreamSubmitRequest> | typeof FLUSH_DUE | typeof DRAINING | typeof WRITTEN;
             if (sink && sink.staged > 0) {
               // Single points wait for company, but not for long.
               let timer: NodeJS.Timeout | undefined;
@@ -63,6 +88,13 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
               // `next` first: a stream whose client has finished answers OK even while draining.
               result = await raceAbort(Promise.race([next, due]), draining, DRAINING);
               clearTimeout(timer);
+            } else if (writing) {
+              // A failed write ends the stream now, not when the client next sends.
+              result = await raceAbort(Promise.race([next, writing.then((): typeof WRITTEN => WRITTEN)]), draining, DRAINING);
+              if (result === WRITTEN) {
+                writing = undefined;
+                continue;
+              }
             } else {
               result = await raceAbort(next, draining, DRAINING);
             }
@@ -94,12 +126,14 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
               case 'header':
                 throw new ApiError('invalid_request', `message ${index}: the StreamSessionHeader may appear only once, as the first message`);
               case 'batch': {
-                // A batch is its own bulk write: pending single points go first.
-                await flush();
-                oldestStaged = received;
+                // A batch is its own bulk write: pending single points go first. Decoding it overlaps the
+                // write before it, which must commit before this one starts (the sink's writes take turns).
+                if (sink!.staged > 0) await flush();
                 const batch = message.value;
                 await sink!.stage(batch instanceof Uint8Array ? { encodedBatch: batch } : { points: batch.points }, (i) => `message ${index}, batch.points[${i}]`);
-                await flush();
+                await settle();
+                oldestStaged = received;
+                flushBehind();
                 break;
               }
               case 'point': {
@@ -118,6 +152,11 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
                 throw new ApiError('invalid_request', `message ${index} carries neither a point nor a batch`);
             }
           }
+        } catch (error) {
+          // Whatever went wrong, the write in flight finishes first: the messages before the failing
+          // one stay written. If that write failed too, its error (the earlier one) is the answer.
+          await settle();
+          throw error;
         } finally {
           // A message still being read is abandoned with the stream; its failure must not go unhandled.
           next?.catch(() => {});

@@ -32,6 +32,11 @@ export interface TelemetrySink {
   stage(source: PointSource, locate: (index: number) => string): Promise<void>;
   /** Points staged and not yet written. */
   readonly staged: number;
+  /**
+   * Writes what is staged. The sink takes the staged points before its first await, so the caller may
+   * stage the next message while a flush runs (StreamSubmit decodes one message while the one before
+   * it is written); flushes themselves must not overlap: the next starts after the last has settled.
+   */
   flush(): Promise<{ points: number; rows: number }>;
   counts(): SinkCounts;
 }
