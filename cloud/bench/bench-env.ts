@@ -11,6 +11,19 @@ import { openDatabase, type DatabaseHandle } from '../src/db/connect.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
+/**
+ * The Node flags `npm start` runs the server with (package.json's start script: `node <flags>
+ * cloud/src/main.ts`), so a bench measures the server as it is run. They matter: the young
+ * generation's cap changes the server's CPU per message by a fifth (docs/PERFORMANCE.md).
+ */
+export function startFlags(): string[] {
+  const start = (JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+  const words = start.split(/\s+/);
+  const main = words.indexOf('cloud/src/main.ts');
+  if (words[0] !== 'node' || main < 0) throw new Error(`package.json start script is not "node <flags> cloud/src/main.ts": ${start}`);
+  return words.slice(1, main);
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -78,7 +91,7 @@ export interface BenchServer {
  */
 export async function startServerProcess(databaseUrl: string, logLevel = 'info', ports?: { http: number; grpc: number }): Promise<BenchServer> {
   const [httpPort, grpcPort] = ports ? [ports.http, ports.grpc] : [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [resolve(root, 'cloud/src/main.ts')], {
+  const child = spawn(process.execPath, [...startFlags(), resolve(root, 'cloud/src/main.ts')], {
     env: {
       ...process.env,
       SORTIE_DATABASE_URL: databaseUrl,

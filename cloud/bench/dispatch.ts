@@ -39,7 +39,7 @@ import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
 import { runDeliveryFloor } from './delivery-floor.ts';
-import { ownCpuMs, processCpuMs } from './bench-env.ts';
+import { ownCpuMs, processCpuMs, startFlags } from './bench-env.ts';
 import { PostgresCpuMeter } from './postgres-cpu.ts';
 
 const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -91,7 +91,8 @@ const child = await startServiceChild(
   fixture.env({
     SORTIE_LOG_LEVEL: 'warn',
     BENCH_STATEMENTS_FILE: statementsFile,
-    NODE_OPTIONS: [`--import=${path.join(import.meta.dirname, 'count-statements.ts')}`, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' '),
+    // npm start's flags first (bench-env.ts startFlags): the cloud measured as it is run.
+    NODE_OPTIONS: [...startFlags(), `--import=${path.join(import.meta.dirname, 'count-statements.ts')}`, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' '),
   }),
 );
 const apiPort = child.port;

@@ -9,8 +9,10 @@
 // the process's peak RSS (VmHWM, the kernel's high-water mark, so no spike between samples is missed), its
 // RSS after the load and after the idle time, and in the same run the baseline: the RSS of the same
 // server started and idle before any load (the ratio is peak over that). Target: peak ≤ 300 MB per path.
-// BENCH_PHASES picks phases (http,grpc,mavlink). BENCH_SERVER_NODE_OPTIONS reaches the server only
-// (e.g. "--heapsnapshot-signal=SIGUSR2" to take heap snapshots while it runs).
+// The server runs with npm start's flags (bench-env.ts startFlags: the young generation bounded to
+// 2 × 16 MB, which V8 would otherwise grow to 2 × 64 MB under sustained allocation and keep), so the bench
+// measures what ships. BENCH_PHASES picks phases (http,grpc,mavlink). BENCH_SERVER_NODE_OPTIONS adds flags
+// for the server only (e.g. "--heapsnapshot-signal=SIGUSR2" to take heap snapshots while it runs).
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -18,7 +20,7 @@ import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import { HEAP_GROWING_PERCENT } from '../src/platform/heap.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, registerWideDataset, startServerProcess, type BenchServer } from './bench-env.ts';
+import { api, createOrgAndKey, registerWideDataset, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, grpcFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 75);
@@ -35,13 +37,6 @@ type PhaseName = (typeof PHASE_NAMES)[number];
 const PHASES = (process.env.BENCH_PHASES ?? PHASE_NAMES.join(',')).split(',').map((p) => p.trim()) as PhaseName[];
 for (const p of PHASES) if (!PHASE_NAMES.includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (use ${PHASE_NAMES.join(',')})`);
 const START_US = Date.UTC(2026, 0, 1) * 1000;
-/**
- * The V8 options the cloud runs with in production (cloud/Dockerfile's NODE_OPTIONS, `npm start`): the young
- * generation bounded to 2 × 16 MB (V8 grows it to 2 × 64 MB under sustained allocation and keeps it). The
- * bench measures what ships; BENCH_SERVER_NODE_OPTIONS replaces them (set it to "" for V8's defaults).
- */
-const SERVER_NODE_OPTIONS = '--max-semi-space-size=16';
-process.env.BENCH_SERVER_NODE_OPTIONS ??= SERVER_NODE_OPTIONS;
 
 /** Current and peak resident set of a process, MB. */
 function rssOf(pid: number): { rss: number; peak: number } {
@@ -267,7 +262,7 @@ const database = await createTestDatabase();
 try {
   console.log(
     `bench:memory — server RSS per ingest path: ${SECONDS} s of load, then ${IDLE_SECONDS} s idle; a fresh server process per phase; ` +
-      `server NODE_OPTIONS "${process.env.BENCH_SERVER_NODE_OPTIONS}"; the server's entry point sets --heap-growing-percent=${HEAP_GROWING_PERCENT} (cloud/src/platform/heap.ts)`,
+      `server flags "${[...startFlags(), process.env.BENCH_SERVER_NODE_OPTIONS ?? ''].join(' ').trim()}"; the server's entry point sets --heap-growing-percent=${HEAP_GROWING_PERCENT} (cloud/src/platform/heap.ts)`,
   );
   const results: PhaseResult[] = [];
   for (const name of PHASES) {

@@ -71,102 +71,99 @@ export function binaryRowArray(
     size += 4 + row;
   }
   const buf = Buffer.allocUnsafe(size);
-  buf.writeInt32BE(1, 0);
-  buf.writeInt32BE(0, 4);
-  buf.writeInt32BE(rowTypeOid, 8);
-  buf.writeInt32BE(n, 12);
-  buf.writeInt32BE(1, 16);
+  // A DataView's setters compile to plain stores; Buffer's write*BE check their arguments on every call,
+  // which was half of this function's time at ~15 columns × 500 rows per message.
+  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  dv.setInt32(0, 1);
+  dv.setInt32(4, 0);
+  dv.setInt32(8, rowTypeOid);
+  dv.setInt32(12, n);
+  dv.setInt32(16, 1);
   let pos = 20;
-  const int8 = (v: number) => {
-    const hi = Math.floor(v / 4294967296);
-    buf.writeInt32BE(hi, pos);
-    buf.writeUInt32BE(v - hi * 4294967296, pos + 4);
-    pos += 8;
-  };
+  const oids = types.map((t) => FIELD_OID[t]);
   for (let r = 0; r < n; r++) {
     const lengthAt = pos;
-    pos += 4;
-    buf.writeInt32BE(ncols, pos);
-    pos += 4;
-    buf.writeInt32BE(20, pos);
-    buf.writeInt32BE(8, pos + 4);
-    pos += 8;
-    int8(clock.seq[r]!);
-    buf.writeInt32BE(1184, pos);
-    buf.writeInt32BE(8, pos + 4);
-    pos += 8;
-    int8(clock.time[r]! - PG_EPOCH_US);
-    buf.writeInt32BE(1184, pos);
-    buf.writeInt32BE(8, pos + 4);
-    pos += 8;
-    int8(clock.received[r]! - PG_EPOCH_US);
-    buf.writeInt32BE(20, pos);
+    dv.setInt32(pos + 4, ncols);
+    dv.setInt32(pos + 8, 20);
+    dv.setInt32(pos + 12, 8);
+    setInt8(dv, pos + 16, clock.seq[r]!);
+    dv.setInt32(pos + 24, 1184);
+    dv.setInt32(pos + 28, 8);
+    setInt8(dv, pos + 32, clock.time[r]! - PG_EPOCH_US);
+    dv.setInt32(pos + 40, 1184);
+    dv.setInt32(pos + 44, 8);
+    setInt8(dv, pos + 48, clock.received[r]! - PG_EPOCH_US);
+    dv.setInt32(pos + 56, 20);
+    pos += 60;
     const boot = clock.boot[r];
     if (boot === null || boot === undefined) {
-      buf.writeInt32BE(-1, pos + 4);
-      pos += 8;
+      dv.setInt32(pos, -1);
+      pos += 4;
     } else {
-      buf.writeInt32BE(8, pos + 4);
-      pos += 8;
-      int8(boot);
+      dv.setInt32(pos, 8);
+      setInt8(dv, pos + 4, boot);
+      pos += 12;
     }
-    buf.writeInt32BE(23, pos);
-    buf.writeInt32BE(4, pos + 4);
-    buf.writeInt32BE(clock.session[r]!, pos + 8);
-    pos += 12;
-    buf.writeInt32BE(18, pos);
-    buf.writeInt32BE(1, pos + 4);
-    buf[pos + 8] = clock.source[r]!.charCodeAt(0);
-    pos += 9;
+    dv.setInt32(pos, 23);
+    dv.setInt32(pos + 4, 4);
+    dv.setInt32(pos + 8, clock.session[r]!);
+    dv.setInt32(pos + 12, 18);
+    dv.setInt32(pos + 16, 1);
+    buf[pos + 20] = clock.source[r]!.charCodeAt(0);
+    pos += 21;
     for (let c = 0; c < types.length; c++) {
       const type = types[c]!;
       const v = values[c]![r];
-      buf.writeInt32BE(FIELD_OID[type], pos);
+      dv.setInt32(pos, oids[c]!);
       if (v === null || v === undefined) {
-        buf.writeInt32BE(-1, pos + 4);
+        dv.setInt32(pos + 4, -1);
         pos += 8;
         continue;
       }
       switch (type) {
         case 'int2':
-          buf.writeInt32BE(2, pos + 4);
-          buf.writeInt16BE(v as number, pos + 8);
+          dv.setInt32(pos + 4, 2);
+          dv.setInt16(pos + 8, v as number);
           pos += 10;
           break;
         case 'int4':
-          buf.writeInt32BE(4, pos + 4);
-          buf.writeInt32BE(v as number, pos + 8);
+          dv.setInt32(pos + 4, 4);
+          dv.setInt32(pos + 8, v as number);
           pos += 12;
           break;
         case 'int8':
         case 'uint64':
-          buf.writeInt32BE(8, pos + 4);
-          pos += 8;
-          if (typeof v === 'number') int8(v);
-          else {
-            buf.writeBigInt64BE(int8Of(type, v), pos);
-            pos += 8;
-          }
+          dv.setInt32(pos + 4, 8);
+          if (typeof v === 'number') setInt8(dv, pos + 8, v);
+          else dv.setBigInt64(pos + 8, int8Of(type, v));
+          pos += 16;
           break;
         case 'float4':
-          buf.writeInt32BE(4, pos + 4);
-          buf.writeFloatBE(v as number, pos + 8);
+          dv.setInt32(pos + 4, 4);
+          dv.setFloat32(pos + 8, v as number);
           pos += 12;
           break;
         case 'float8':
-          buf.writeInt32BE(8, pos + 4);
-          buf.writeDoubleBE(v as number, pos + 8);
+          dv.setInt32(pos + 4, 8);
+          dv.setFloat64(pos + 8, v as number);
           pos += 16;
           break;
         default: {
           const b = encoded[c]![r]!;
-          buf.writeInt32BE(b.length, pos + 4);
+          dv.setInt32(pos + 4, b.length);
           b.copy(buf, pos + 8);
           pos += 8 + b.length;
         }
       }
     }
-    buf.writeInt32BE(pos - lengthAt - 4, lengthAt);
+    dv.setInt32(lengthAt, pos - lengthAt - 4);
   }
   return buf;
+}
+
+/** An integral number (|v| < 2^53) as a big-endian int8. */
+function setInt8(dv: DataView, pos: number, v: number): void {
+  const hi = Math.floor(v / 4294967296);
+  dv.setInt32(pos, hi);
+  dv.setUint32(pos + 4, v - hi * 4294967296);
 }
