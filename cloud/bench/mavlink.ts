@@ -5,9 +5,9 @@
 //   - frames/s decoded and stored (gRPC), and the stored shape's Postgres bytes per frame: total
 //     relation sizes (heap, TOAST, indexes) of the datasets' message tables plus the sessions and the
 //     message-table list, divided by the frames stored;
-//   - Query of one numeric signal (mavlink.ATTITUDE.roll) over the whole flight (≥ BENCH_QUERY_FRAMES
-//     frames, topped up untimed if the ingest phase stored fewer; ≥ 1 hour of flight) to 2,000 points:
-//     p50 and p99 over BENCH_QUERY_RUNS calls through the server's gRPC Query;
+//   - Query of one numeric signal (mavlink.ATTITUDE.roll) over a whole flight of BENCH_QUERY_FRAMES
+//     frames (a dataset of its own, streamed untimed after the ingest phase; ≥ 1 hour of flight) to
+//     2,000 points: p50 and p99 over BENCH_QUERY_RUNS calls through the server's gRPC Query;
 //   - baselines: decode only (frame check + decode, this process, no database), and plain insert: the
 //     same rows (one per frame) written straight into copies of the message tables with the writer's
 //     own insert statement (no gRPC, no decoding, no boot sessions, no table bookkeeping).
@@ -347,13 +347,23 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   if (stored.rows !== grpc.frames) throw new Error(`sent ${grpc.frames} frames, but the message tables hold ${stored.rows} rows`);
   const sessions = await admin.query<{ n: number }>('select count(*)::int as n from narrow_boot_sessions where dataset_id = any($1::uuid[])', [datasetIds]);
 
-  // Query: one dataset, at least QUERY_FRAMES frames of one continuous flight (topped up, untimed).
-  const queried = datasetIds[0]!;
-  const have = (await storageOf(admin, [queried])).rows;
-  if (have < QUERY_FRAMES) await grpcPhase(server.grpcPort, apiKey, experiment.id, [queried], null, database.name, { frames: QUERY_FRAMES - have });
+  // Query: a dataset of its own holding QUERY_FRAMES frames of one continuous flight (streamed untimed),
+  // so the figure is for the flight length the target names, whatever the ingest phase stored.
+  const queried = (
+    await api(server.httpUrl, apiKey, '/api/streams/register', {
+      experimentId: experiment.id,
+      datasetName: 'queried flight',
+      storageShape: 'narrow',
+      codec: 'mavlink',
+      dialect: 'ardupilotmega',
+      format: 'mavlink-raw-v1',
+    })
+  ).datasetId as string;
+  if (QUERY_FRAMES > 0) await grpcPhase(server.grpcPort, apiKey, experiment.id, [queried], null, database.name, { frames: QUERY_FRAMES });
   const queriedFrames = (await storageOf(admin, [queried])).rows;
   await admin.query('vacuum analyze');
-  const query = await queryPhase(`http://127.0.0.1:${server.grpcPort}`, apiKey, queried);
+  // BENCH_QUERY_FRAMES=0 skips the Query figure (a quick ingest-only run).
+  const query = QUERY_FRAMES > 0 ? await queryPhase(`http://127.0.0.1:${server.grpcPort}`, apiKey, queried) : null;
   await server.stop();
 
   // Baseline: copies of the message tables (same columns, same key), emptied; a fresh checkpoint.
@@ -380,13 +390,15 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   console.log(`baseline, decode  : ${fmt(decode.frames / decode.elapsed)} frames/s, ${fmt(decode.samples / decode.elapsed)} samples/s (frame check + decode, one core, no database)`);
   console.log(`baseline, insert  : ${fmt(baseFps)} frames/s (same rows, the writer's insert statement into copies of the message tables, pg direct)`);
   console.log(`ratio             : ${((grpcFps / baseFps) * 100).toFixed(0)} % of the plain insert's frames/s`);
-  console.log(`Query             : mavlink.ATTITUDE.roll to 2,000 points over ${query.spanMinutes.toFixed(1)} min of flight (${fmt(queriedFrames)} frames, ${fmt(query.rawPoints)} samples): p50 ${query.p50.toFixed(1)} ms, p99 ${query.p99.toFixed(1)} ms over ${QUERY_RUNS} calls (${query.points} points)`);
+  if (query) {
+    console.log(`Query             : mavlink.ATTITUDE.roll to 2,000 points over ${query.spanMinutes.toFixed(1)} min of flight (${fmt(queriedFrames)} frames, ${fmt(query.rawPoints)} samples): p50 ${query.p50.toFixed(1)} ms, p99 ${query.p99.toFixed(1)} ms over ${QUERY_RUNS} calls (${query.points} points)`);
+  }
   console.log(`CPU per message   : gRPC run: server ${m.cpu.server.toFixed(2)} ms, Postgres ${m.cpu.postgres.toFixed(2)} ms, client ${m.cpu.client.toFixed(2)} ms`);
   console.log(`                    baseline: Postgres ${base.cpu.postgres.toFixed(2)} ms, client ${base.cpu.client.toFixed(2)} ms`);
   const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
   console.log(
     `targets           : ≥ 100,000 frames/s ${met(grpcFps >= 100_000)}; ≥ 70 % of baseline ${met(grpcFps >= 0.7 * baseFps)}; ≤ 150 B/frame ${met(bytesPerFrame <= 150)}; ` +
-      `Query p50 ≤ 50 ms over ≥ 1 h and ≥ 400,000 frames ${met(query.p50 <= 50 && query.spanMinutes >= 60 && queriedFrames >= 400_000)}`,
+      `Query p50 ≤ 50 ms over ≥ 1 h and ≥ 400,000 frames ${query ? met(query.p50 <= 50 && query.spanMinutes >= 60 && queriedFrames >= 400_000) : 'not run'}`,
   );
 }
 
