@@ -19,10 +19,11 @@ const WRITTEN: unique symbol = Symbol('written');
  * messages are gathered into one write per GRPC_LIMITS.streamFlushPoints points or streamFlushMs,
  * whichever comes first.
  *
- * One write runs behind the reading: while a batch is being written, the next message is pulled and
- * decoded (staged), so decoding and the database work at the same time instead of taking turns. The
- * next write starts only when that one has committed, so at most one message waits here and a slow
- * database still holds the client back through HTTP/2 flow control instead of piling up messages.
+ * One write runs behind the reading: while a batch is being written, the next message is pulled,
+ * decoded (staged) and its write prepared, so the server's work and the database's overlap instead of
+ * taking turns. That write starts when the one before has committed (the sink's writes take turns),
+ * and the message after it is pulled only then: at most one message waits here, and a slow database
+ * still holds the client back through HTTP/2 flow control instead of piling up messages.
  *
  * A message that fails validation ends the stream with its error; messages before it stay written
  * (the write in flight is awaited first), nothing of it is. A failed write ends the stream with its
@@ -61,7 +62,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
           if (!sink || sink.staged === 0) return;
           await write(oldestStaged);
         };
-        /** Starts writing what is staged (the sink takes it at once) and goes on reading; the write before it has settled. */
+        /** Hands what is staged to the sink (which takes it at once and writes it after the write before) and goes on. */
         const flushBehind = () => {
           const w = write(oldestStaged);
           // Handled here so a failure while nothing awaits it is not unhandled; settle() or the read race still throws it.
@@ -126,14 +127,17 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
               case 'header':
                 throw new ApiError('invalid_request', `message ${index}: the StreamSessionHeader may appear only once, as the first message`);
               case 'batch': {
-                // A batch is its own bulk write: pending single points go first. Decoding it overlaps the
-                // write before it, which must commit before this one starts (the sink's writes take turns).
+                // A batch is its own bulk write: pending single points go first. It was decoded while the
+                // write before it ran; its own write is handed to the sink now (which prepares it and
+                // starts it when that one has committed), and the next message is read only once the
+                // write before has settled: one message written, one waiting, never more.
                 if (sink!.staged > 0) await flush();
                 const batch = message.value;
                 await sink!.stage(batch instanceof Uint8Array ? { encodedBatch: batch } : { points: batch.points }, (i) => `message ${index}, batch.points[${i}]`);
-                await settle();
+                const before = writing;
                 oldestStaged = received;
                 flushBehind();
+                await before;
                 break;
               }
               case 'point': {

@@ -33,9 +33,10 @@ export interface TelemetrySink {
   /** Points staged and not yet written. */
   readonly staged: number;
   /**
-   * Writes what is staged. The sink takes the staged points before its first await, so the caller may
-   * stage the next message while a flush runs (StreamSubmit decodes one message while the one before
-   * it is written); flushes themselves must not overlap: the next starts after the last has settled.
+   * Writes what is staged. The sink takes the staged points at once, so the caller may stage the next
+   * message while a flush runs, and may flush again before the last flush has settled: writes take
+   * turns in flush order, and one queued behind a write that fails fails with that error, unwritten.
+   * (StreamSubmit decodes one message while the one before it is written.)
    */
   flush(): Promise<{ points: number; rows: number }>;
   counts(): SinkCounts;

@@ -39,25 +39,41 @@ async function newDataset(): Promise<DatasetRow> {
 /**
  * One upload step: send points [from, to) through connection `via` (0–2: up to three writers of the
  * dataset, each with its own cache, interleaved as an agent's reconnects leave them), first restarting
- * that connection (a fresh sink, no cached sessions) when `restart`.
+ * that connection (a fresh sink, no cached sessions) when `restart`. A `pipelined` step is staged and
+ * flushed while that connection's last write still runs, as StreamSubmit does (its write prepared from
+ * what the last one will leave). A step that only sends again frames already stored runs beside the
+ * other connections' writes, so a write prepared that way often finds the dataset moved on and must be
+ * redone; every other step waits for them, so frames are first stored in frame_seq order (a frame
+ * first stored after later ones joins the session its frame_seq range holds: decision 0006).
  */
 interface Step {
   from: number;
   to: number;
   restart: boolean;
   via?: number;
+  pipelined?: boolean;
 }
 
 async function upload(points: readonly PointInit[], steps: readonly Step[]): Promise<DatasetRow> {
   const dataset = await newDataset();
   const messages = points.map((p) => create(TelemetryPointSchema, p));
   const sinks: Array<TelemetrySink | undefined> = [];
+  const running: Array<Promise<unknown> | undefined> = [];
+  /** Every frame before this one is stored. */
+  let stored = 0;
   for (const step of steps) {
     const via = step.via ?? 0;
+    if (step.to > stored) await Promise.all(running.filter((_, u) => u !== via));
+    if (!step.pipelined || step.restart) await running[via];
     if (!sinks[via] || step.restart) sinks[via] = await openNarrowSink(t.service.ctx, dataset);
     await sinks[via]!.stage({ points: messages.slice(step.from, step.to) }, (i) => `points[${i}]`);
-    await sinks[via]!.flush();
+    const before = running[via];
+    running[via] = sinks[via]!.flush().then(() => {
+      if (step.from <= stored) stored = Math.max(stored, step.to);
+    });
+    await before;
   }
+  await Promise.all(running);
   return dataset;
 }
 
@@ -91,7 +107,7 @@ function plans(n: number, hot: readonly number[]) {
   return fc
     .tuple(
       cut,
-      fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 2 })), {
+      fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 2 }), fc.boolean()), {
         minLength: 13,
         maxLength: 13,
       }),
@@ -99,8 +115,8 @@ function plans(n: number, hot: readonly number[]) {
     .map(([bounds, extras]) => {
       const steps: Step[] = [];
       for (let i = 0; i + 1 < bounds.length; i++) {
-        const [a, b, redeliver, restart, via] = extras[i]!;
-        steps.push({ from: bounds[i]!, to: bounds[i + 1]!, restart, via });
+        const [a, b, redeliver, restart, via, pipelined] = extras[i]!;
+        steps.push({ from: bounds[i]!, to: bounds[i + 1]!, restart, via, pipelined });
         if (redeliver) {
           const end = bounds[i + 1]!;
           const x = Math.floor(a * end);

@@ -5,19 +5,30 @@ import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { forEachFramePoint } from './frame-points.ts';
 import { NarrowBatch } from './narrow-batch.ts';
-import { writeNarrowBatch, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
+import { prepareFastWrite, runFastWrite, writeNarrowBatch, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
 
 /**
  * The mavlink-raw-v1 sink: each point's frame is checked and decoded when staged (so a bad frame fails
  * its own message, named by index, before anything of it is written) and a flush writes the staged
- * frames' rows in one transaction. Counts are in frames: `written` newly stored, `duplicates` already
- * held (redelivery), `ignored` always 0 (the format has no channel ids to get wrong).
+ * frames' rows. Counts are in frames: `written` newly stored, `duplicates` already held (redelivery),
+ * `ignored` always 0 (the format has no channel ids to get wrong).
+ *
+ * Writes take turns, in flush order. A flush called while the one before it is still running prepares
+ * its statement at once from the cache that write will leave (narrow-writer.ts FastWrite), so only the
+ * round trip is left once its turn comes; a write that fails makes every write queued behind it fail
+ * unwritten.
  */
 class NarrowSink implements TelemetrySink {
   readonly #ctx: AppContext;
   readonly #target: NarrowTarget;
   #batch: NarrowBatch;
+  /** The cache the last completed write left. */
   #cache: SessionCache | undefined;
+  /** The cache the last flush leaves if it commits on its fast path; undefined while that cannot be known. */
+  #expected: SessionCache | undefined;
+  /** The last flush's write: the next one starts when it has settled. */
+  #tail: Promise<unknown> = Promise.resolve();
+  #flushes = 0;
   #accepted = 0;
   #written = 0;
   #duplicates = 0;
@@ -45,14 +56,31 @@ class NarrowSink implements TelemetrySink {
     }
   }
 
-  async flush(): Promise<{ points: number; rows: number }> {
+  flush(): Promise<{ points: number; rows: number }> {
     const batch = this.#batch;
     this.#batch = new NarrowBatch(batch.sysid);
-    const result = await writeNarrowBatch(this.#ctx.db, this.#target, batch, this.#cache);
-    this.#cache = result.cache;
-    this.#written += result.written;
-    this.#duplicates += result.duplicates;
-    return { points: batch.frames, rows: result.rows };
+    const flush = ++this.#flushes;
+    const db = this.#ctx.db;
+    const early = this.#expected && prepareFastWrite(db, this.#target, batch, this.#expected);
+    this.#expected = early?.after;
+    const run = this.#tail.then(async () => {
+      try {
+        // Prepared from what the write before would leave: good only if that is what it left.
+        const fast = early && early.basis === this.#cache ? early : this.#cache && prepareFastWrite(db, this.#target, batch, this.#cache);
+        if (flush === this.#flushes) this.#expected = fast?.after;
+        const result = (fast && (await runFastWrite(db, fast))) || (await writeNarrowBatch(db, this.#target, batch, this.#cache));
+        this.#cache = result.cache;
+        if (flush === this.#flushes) this.#expected = result.cache;
+        this.#written += result.written;
+        this.#duplicates += result.duplicates;
+        return { points: batch.frames, rows: result.rows };
+      } catch (error) {
+        this.#expected = undefined;
+        throw error;
+      }
+    });
+    this.#tail = run;
+    return run;
   }
 
   counts(): SinkCounts {

@@ -1,6 +1,5 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
-import type { Executor } from '../../db/executor.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession } from './boot-sessions.ts';
@@ -42,7 +41,8 @@ export interface NarrowWriteResult {
 }
 
 /**
- * Write one batch to the dataset's message tables in one transaction (docs/decisions/0006-narrow-mavlink.md):
+ * Write one batch to the dataset's message tables (docs/decisions/0006-narrow-mavlink.md). The steady
+ * state of a stream is one guarded statement (prepareFastWrite, runFastWrite); otherwise one transaction:
  *  1. upsert narrow_datasets: binds the dataset to the batch's system id on its first write, checks it
  *     on every later one, row-locks the dataset so its writers take turns, and tells the highest
  *     frame_seq stored;
@@ -57,11 +57,12 @@ export interface NarrowWriteResult {
 export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
   const frames = batch.frames;
   if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, maxFrameSeq: 0, sysid: -1, sessions: [], tables: new Map() } };
+  const fast = cache && prepareFastWrite(db, target, batch, cache);
+  const written = fast && (await runFastWrite(db, fast));
+  if (written) return written;
+
   const order = frameOrder(batch);
   const present = presentSignals(batch);
-  const fast = cache && (await writeOnCache(db, target, batch, order, present, cache));
-  if (fast) return fast;
-
   return db.transaction().execute(async (tx) => {
     const bound = await sql<{ sysid: number; version: number; max_frame_seq: number }>`
       insert into narrow_datasets as d (dataset_id, sysid) values (${target.datasetId}::uuid, ${batch.sysid!}::int4)
@@ -87,44 +88,65 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
           where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
       }
     }
-    const written = await writeRows(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
+    const statement = rowsStatement(target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
+    const result = await statement.execute(tx);
+    const written = result.rows[0]!.frames;
     const last = batch.frameSeq[order[frames - 1]!]!;
     return {
-      written: written!,
-      duplicates: frames - written!,
-      rows: written!,
+      written,
+      duplicates: frames - written,
+      rows: written,
       cache: { version: version + 1, maxFrameSeq: Math.max(maxFrameSeq, last), sysid, sessions: sessions.all(), tables },
     };
   });
 }
 
 /**
- * The steady state of a stream, in one statement and one round trip (no explicit transaction): when
- * the writer's cache knows every message table and signal of the batch and the batch confirms no
- * reboot that re-labels stored rows, the rows, the sessions and the dataset's version go in one
- * statement guarded by the cached version. The guard's update takes the dataset's row lock as the
- * transaction's upsert would; if another writer wrote since (the version moved), nothing is written
- * and the caller takes the transactional path with fresh state. Undefined = not written.
+ * The steady state of a stream, prepared without touching the database: when the writer's cache knows
+ * every message table and signal of the batch and the batch confirms no reboot that re-labels stored
+ * rows, the rows, the sessions and the dataset's version go in one statement guarded by the cached
+ * version. `after` is the cache the write leaves if it commits, so the next batch's write can be
+ * prepared while this one runs (StreamSubmit decodes and prepares one message while the one before it
+ * is written); if anything else happened in between, that next write's guard fails and it is redone.
+ * Undefined = the batch needs the transactional path.
  */
-async function writeOnCache(db: Db, target: NarrowTarget, batch: NarrowBatch, order: Int32Array, present: ReadonlyMap<number, ReadonlySet<string>>, cache: SessionCache): Promise<NarrowWriteResult | undefined> {
-  if (batch.sysid !== cache.sysid) return undefined;
+export interface FastWrite {
+  /** The cache this write was prepared from. */
+  basis: SessionCache;
+  /** The cache it leaves when it commits. */
+  after: SessionCache;
+  frames: number;
+  statement: CompiledQuery<{ frames: number; ok: boolean }>;
+}
+
+export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache): FastWrite | undefined {
+  const frames = batch.frames;
+  if (frames === 0 || batch.sysid !== cache.sysid) return undefined;
+  const present = presentSignals(batch);
   for (const [msgid, signals] of present) {
     const table = cache.tables.get(msgid);
     if (!table) return undefined;
     for (const s of signals) if (!table.signals.has(s)) return undefined;
   }
+  const order = frameOrder(batch);
   const { sessions, sessionOf } = assignSessions(batch, order, cache.sessions);
   if (sessions.relabels().length > 0) return undefined;
-  const written = await writeRows(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
-  if (written === undefined) return undefined;
-  const frames = batch.frames;
+  const statement = rowsStatement(target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version).compile(db);
   const last = batch.frameSeq[order[frames - 1]!]!;
-  return {
-    written,
-    duplicates: frames - written,
-    rows: written,
-    cache: { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables },
-  };
+  const after = { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables };
+  return { basis: cache, after, frames, statement };
+}
+
+/**
+ * One statement, one round trip, no explicit transaction: the guard's update takes the dataset's row
+ * lock as the transaction's upsert would; if another writer wrote since (the version moved), nothing
+ * is written and undefined is returned (the caller takes the transactional path with fresh state).
+ */
+export async function runFastWrite(db: Db, write: FastWrite): Promise<NarrowWriteResult | undefined> {
+  const result = await db.executeQuery(write.statement);
+  const row = result.rows[0]!;
+  if (!row.ok) return undefined;
+  return { written: row.frames, duplicates: write.frames - row.frames, rows: row.frames, cache: write.after };
 }
 
 function copyTables(tables: ReadonlyMap<number, MessageTable>): Map<number, MessageTable> {
@@ -163,11 +185,10 @@ function assignSessions(batch: NarrowBatch, order: Int32Array, known: readonly B
 
 /**
  * One statement: one insert per message id, the changed sessions, the dataset's version and highest
- * frame_seq. With `guardVersion` every part is conditional on the dataset still being at that version
- * (undefined returned when it was not). Returns the frames inserted.
+ * frame_seq; it answers the frames inserted, and `ok` false when `guardVersion` is given and the
+ * dataset was no longer at that version (then every part is skipped).
  */
-async function writeRows(
-  db: Executor,
+function rowsStatement(
   target: NarrowTarget,
   batch: NarrowBatch,
   order: Int32Array,
@@ -176,7 +197,7 @@ async function writeRows(
   sessionOf: Int32Array,
   maxFrameSeq: number,
   guardVersion: number | null,
-): Promise<number | undefined> {
+): RawBuilder<{ frames: number; ok: boolean }> {
   const frames = batch.frames;
   // The common case, a stream appending frames above everything the dataset holds, is a plain
   // insert: the dataset's row lock keeps its other writers out until commit. Only redelivery (or a
@@ -192,14 +213,12 @@ async function writeRows(
     return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
   });
   const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
-  const result = await sql<{ frames: number; ok: boolean }>`
+  return sql<{ frames: number; ok: boolean }>`
     with v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
                where dataset_id = ${target.datasetId}::uuid ${guardVersion === null ? sql`` : sql`and version = ${guardVersion}::int8`} returning 1),
     ${sql.join(inserts.map((x) => x.cte))},
     s as (${upsertSessions(target.datasetId, sessions.changed(), guard)})
-    select (${counted})::float8 as frames, exists (select 1 from v) as ok`.execute(db);
-  const row = result.rows[0]!;
-  return row.ok ? row.frames : undefined;
+    select (${counted})::float8 as frames, exists (select 1 from v) as ok`;
 }
 
 function hasRepeats(batch: NarrowBatch, order: Int32Array): boolean {

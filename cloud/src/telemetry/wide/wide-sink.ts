@@ -17,6 +17,8 @@ class WideSink implements TelemetrySink {
   #refreshedAt: number;
   #written = 0;
   #duplicates = 0;
+  /** The last flush's write. */
+  #tail: Promise<unknown> = Promise.resolve();
 
   constructor(ctx: AppContext, target: WideTarget, builder: WideBatchBuilder) {
     this.#ctx = ctx;
@@ -53,13 +55,18 @@ class WideSink implements TelemetrySink {
     else source.points.forEach((point, i) => builder.addPoint(point, locate, i));
   }
 
-  async flush(): Promise<{ points: number; rows: number }> {
+  flush(): Promise<{ points: number; rows: number }> {
     const batch = this.#builder.take();
     const points = batch.cells + batch.mergedInBatch;
-    const result = await writeWideBatch(this.#ctx.db, this.#target, batch);
-    this.#written += result.written;
-    this.#duplicates += result.duplicates;
-    return { points, rows: result.rows };
+    // Writes take turns in flush order; behind a failed one, this one fails unwritten (sink.ts).
+    const run = this.#tail.then(async () => {
+      const result = await writeWideBatch(this.#ctx.db, this.#target, batch);
+      this.#written += result.written;
+      this.#duplicates += result.duplicates;
+      return { points, rows: result.rows };
+    });
+    this.#tail = run;
+    return run;
   }
 
   counts(): SinkCounts {
