@@ -266,8 +266,19 @@ function offsetsOf(frame: FrameClock): ClockOffsets {
   };
 }
 
+/** mergeOffsets(into, offsetsOf(frame)) without the intermediate object: it runs once per frame. */
 function mergeFrame(into: ClockOffsets, frame: FrameClock): void {
-  mergeOffsets(into, offsetsOf(frame));
+  const received = frame.receivedUs;
+  if (received < into.firstReceivedUs) into.firstReceivedUs = received;
+  if (received > into.lastReceivedUs) into.lastReceivedUs = received;
+  if (frame.bootUs !== undefined) {
+    const agent = received - frame.bootUs;
+    if (into.agentOffsetUs === null || agent < into.agentOffsetUs) into.agentOffsetUs = agent;
+  }
+  if (frame.gpsOffsetUs !== undefined && (into.gpsOffsetFrameSeq === null || frame.frameSeq < into.gpsOffsetFrameSeq)) {
+    into.gpsOffsetUs = frame.gpsOffsetUs;
+    into.gpsOffsetFrameSeq = frame.frameSeq;
+  }
 }
 
 function mergeOffsets(into: ClockOffsets, from: ClockOffsets): void {

@@ -5,7 +5,8 @@ import { MavLinkPacketSplitter, MavLinkProtocolV1, MavLinkProtocolV2 } from 'nod
 import type { MavLinkData } from 'node-mavlink';
 import { describe, expect, it } from 'vitest';
 import { crcExtraOf, MAVLINK_REGISTRY, type MavlinkFrame, MavlinkFramer, messageClassOf, parseSignalName, TlogWalker } from '@sortie/contracts/mavlink';
-import { decodeFrame, frameTime, messageLayoutOf, visitFrame } from './decode.ts';
+import fc from 'fast-check';
+import { decodeFrame, frameClocks, frameTime, messageLayoutOf, visitFrame, type FrameClocks } from './decode.ts';
 import type { DecodedSample } from './decode.ts';
 
 const read = (name: string) => new Uint8Array(readFileSync(join(FIXTURE_DIR, name)));
@@ -237,6 +238,39 @@ describe('frameTime', () => {
     expect(frameTime(gps)!.timeUsec).toBe(usec);
     expect(frameTime(tlog.find((f) => f.msgid === 0)!)).toBeUndefined();
     expect(frameTime({ msgid: 8, payload: new Uint8Array(4) })).toBeUndefined();
+  });
+
+  /** frameTime's answer as the ingest path stores it: numbers, NaN where absent or beyond 2^53 µs. */
+  function expected(frame: Parameters<typeof frameTime>[0]): FrameClocks {
+    const time = frameTime(frame);
+    const unix = time?.unixUs !== undefined && time.unixUs <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(time.unixUs) : NaN;
+    const gps = time?.timeUnixUsec !== undefined && time.timeUnixUsec !== 0n && time.timeBootMs !== undefined && !Number.isNaN(unix) ? unix - time.timeBootMs * 1000 : NaN;
+    return { bootUs: time?.bootUs === undefined ? NaN : Number(time.bootUs), unixUs: unix, gpsOffsetUs: gps };
+  }
+  const clocksOf = (frame: Parameters<typeof frameTime>[0]) => {
+    const out: FrameClocks = { bootUs: 0, unixUs: 0, gpsOffsetUs: 0 };
+    frameClocks(frame, out);
+    return out;
+  };
+
+  it('frameClocks (the ingest path, numbers, nothing allocated) agrees with frameTime on every fixture frame', () => {
+    const all = [...tlog, ...v2, ...rawFrames('px4-mixed-v1v2-junk.bin').frames];
+    for (const frame of all) expect(clocksOf(frame)).toEqual(expected(frame));
+  });
+
+  it('frameClocks agrees with frameTime on random payloads of every message of the dialect (64-bit extremes included)', () => {
+    const ids = [...MAVLINK_REGISTRY.keys()].filter((id) => messageLayoutOf(id) !== undefined);
+    const u64 = fc.oneof(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.constantFrom(0n, 999_999_999_999_999n, 1_000_000_000_000_000n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n));
+    fc.assert(
+      fc.property(fc.constantFrom(...ids), fc.uint8Array({ minLength: 280, maxLength: 280 }), fc.array(u64, { minLength: 4, maxLength: 4 }), fc.constantFrom(1, 2), (msgid, bytes, words, version) => {
+        // Random bytes, with 64-bit extremes written at every offset a 64-bit time field may sit.
+        const view = new DataView(bytes.buffer);
+        for (let o = 0, w = 0; o + 8 <= 64; o += 8, w++) view.setBigUint64(o, words[w % words.length]!, true);
+        const frame = { msgid, version, payload: bytes.subarray(0, messageLayoutOf(msgid)!.payloadLength) } as Parameters<typeof frameTime>[0];
+        expect(clocksOf(frame)).toEqual(expected(frame));
+      }),
+      { numRuns: 3000, seed: 7 },
+    );
   });
 
   it('does not report a v1 frame\'s absent extension time_usec', () => {

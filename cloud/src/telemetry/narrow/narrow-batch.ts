@@ -1,6 +1,6 @@
 import { crcExtraOf, parseSingleFrame, type SingleFrameResult } from '@sortie/contracts/mavlink';
 import { ApiError } from '../../http/api-error.ts';
-import { frameTime, visitFrame, type SampleValue } from './decode.ts';
+import { frameClocks, visitFrame, type FrameClocks, type SampleValue } from './decode.ts';
 import { messageColumns, type MessageColumns } from './message-tables.ts';
 
 /**
@@ -34,8 +34,8 @@ const REASONS: Record<Extract<SingleFrameResult, { ok: false }>['reason'], strin
   crc: 'fails its MAVLink CRC',
 };
 
-/** Beyond this a 64-bit "Unix time" is not exact as a double (year 2255): garbage, not a clock. */
-const EXACT_LIMIT = BigInt(Number.MAX_SAFE_INTEGER);
+/** One frame's clocks at a time (frameClocks writes into it): nothing allocated per frame. */
+const CLOCKS: FrameClocks = { bootUs: NaN, unixUs: NaN, gpsOffsetUs: NaN };
 
 export interface BatchMark {
   frames: number;
@@ -104,21 +104,10 @@ export class NarrowBatch {
     this.frameSeq.push(frameSeq);
     this.receivedUs.push(Number.isFinite(receivedUs) ? receivedUs : nowUs);
     this.compid.push(frame.compid);
-    const time = frameTime(frame);
-    let boot = NaN;
-    let unix = NaN;
-    let gps = NaN;
-    if (time) {
-      if (time.bootUs !== undefined) boot = Number(time.bootUs);
-      // Beyond 2^53 µs (year 2255) a "Unix time" is garbage, not a clock.
-      if (time.unixUs !== undefined && time.unixUs <= EXACT_LIMIT) unix = Number(time.unixUs);
-      if (time.timeUnixUsec !== undefined && time.timeUnixUsec !== 0n && time.timeBootMs !== undefined && Number.isFinite(unix)) {
-        gps = unix - time.timeBootMs * 1000;
-      }
-    }
-    this.bootUs.push(boot);
-    this.unixUs.push(unix);
-    this.gpsOffsetUs.push(gps);
+    frameClocks(frame, CLOCKS);
+    this.bootUs.push(CLOCKS.bootUs);
+    this.unixUs.push(CLOCKS.unixUs);
+    this.gpsOffsetUs.push(CLOCKS.gpsOffsetUs);
     this.msgid.push(frame.msgid);
     let group = this.groups.get(frame.msgid);
     if (!group) this.groups.set(frame.msgid, (group = new MessageGroup(messageColumns(frame.msgid))));

@@ -2,7 +2,7 @@ import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
-import { BootSessions, type BootSession } from './boot-sessions.ts';
+import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
 import { ensureMessageTables, loadMessageTables, quoteIdent, SOURCE_CODE, SQL_TYPE, type MessageTable } from './message-tables.ts';
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
@@ -167,16 +167,17 @@ function presentSignals(batch: NarrowBatch): Map<number, Set<string>> {
 /** Every frame (in frame_seq order) assigned a boot session; labelled once the whole batch is fed (a reboot confirmed later in the batch moves earlier frames). */
 function assignSessions(batch: NarrowBatch, order: Int32Array, known: readonly BootSession[]): { sessions: BootSessions; sessionOf: Int32Array } {
   const sessions = new BootSessions(known);
+  // One object for every frame (assign keeps none of it): a fresh one per frame was a seventh of what ingest allocated.
+  const clock: FrameClock = { frameSeq: 0, compid: 0, receivedUs: 0 };
   for (const f of order) {
     const boot = batch.bootUs[f]!;
     const gps = batch.gpsOffsetUs[f]!;
-    sessions.assign({
-      frameSeq: batch.frameSeq[f]!,
-      compid: batch.compid[f]!,
-      receivedUs: batch.receivedUs[f]!,
-      ...(Number.isFinite(boot) && { bootUs: boot }),
-      ...(Number.isFinite(gps) && { gpsOffsetUs: gps }),
-    });
+    clock.frameSeq = batch.frameSeq[f]!;
+    clock.compid = batch.compid[f]!;
+    clock.receivedUs = batch.receivedUs[f]!;
+    clock.bootUs = Number.isFinite(boot) ? boot : undefined;
+    clock.gpsOffsetUs = Number.isFinite(gps) ? gps : undefined;
+    sessions.assign(clock);
   }
   const sessionOf = new Int32Array(batch.frames);
   for (let f = 0; f < batch.frames; f++) sessionOf[f] = sessions.sessionOf(batch.compid[f]!, batch.frameSeq[f]!);
