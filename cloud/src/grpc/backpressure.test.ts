@@ -124,17 +124,23 @@ describe('StreamSubmit backpressure', () => {
     );
     // The server's insert is waiting for the lock; the second batch has been read behind it. Cut that insert's connection.
     let waiting: Array<{ pid: number }> = [];
-    for (let i = 0; i < 100 && (waiting.length === 0 || yielded < 2); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      waiting = (await blocker.query<{ pid: number }>(
-        `select pid from pg_stat_activity where wait_event_type = 'Lock' and query like $1 and pid <> pg_backend_pid()`,
-        [`%${wideTableName(datasetId)}%`],
-      )).rows;
+    try {
+      // Polled for up to 20 s: on a machine busy with the rest of the suite the first write can take seconds to arrive.
+      for (let i = 0; i < 400 && (waiting.length === 0 || yielded < 2); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        waiting = (
+          await blocker.query<{ pid: number }>(`select pid from pg_stat_activity where wait_event_type = 'Lock' and query like $1 and pid <> pg_backend_pid()`, [
+            `%${wideTableName(datasetId)}%`,
+          ])
+        ).rows;
+      }
+      expect(waiting).toHaveLength(1);
+      await blocker.query('select pg_terminate_backend($1)', [waiting[0]!.pid]);
+    } finally {
+      // Whatever happened, the lock goes: the tests after this one write to the same table.
+      await blocker.query('commit');
+      await blocker.end();
     }
-    expect(waiting).toHaveLength(1);
-    await blocker.query('select pg_terminate_backend($1)', [waiting[0]!.pid]);
-    await blocker.query('commit');
-    await blocker.end();
     const error = await failed;
 
     expect(error).not.toBeNull();

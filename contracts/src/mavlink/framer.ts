@@ -328,20 +328,59 @@ export class MavlinkFramer extends FrameWalker<MavlinkFrame> {
   }
 }
 
-export type SingleFrameResult =
-  | { ok: true; frame: MavlinkFrame }
-  | { ok: false; reason: 'start-byte' | 'incompat-flags' | 'length' | 'crc' };
+export type SingleFrameReason = 'start-byte' | 'incompat-flags' | 'length' | 'crc';
+
+export type SingleFrameResult = { ok: true; frame: MavlinkFrame } | { ok: false; reason: SingleFrameReason };
 
 /**
  * Checks that `bytes` hold exactly one complete frame (the mavlink-raw-v1 rule for one telemetry point).
  * An unknown id cannot be CRC-checked and is returned with `crcChecked: false`.
  */
 export function parseSingleFrame(bytes: Uint8Array, crcExtra: CrcExtraLookup = noCrcExtra): SingleFrameResult {
-  if (bytes.length === 0 || !isStx(bytes[0]!)) return { ok: false, reason: 'start-byte' };
-  const length = frameLengthAt(bytes, 0, bytes.length);
-  if (length === REJECT) return { ok: false, reason: 'incompat-flags' };
-  if (length !== bytes.length) return { ok: false, reason: 'length' };
-  const extra = crcExtra(msgidAt(bytes, 0));
-  if (extra !== undefined && !crcMatches(bytes, 0, extra)) return { ok: false, reason: 'crc' };
-  return { ok: true, frame: frameAt(bytes, 0, length, extra !== undefined) };
+  const reason = checkSingleFrame(bytes, 0, bytes.length, crcExtra);
+  if (reason !== undefined) return { ok: false, reason };
+  return { ok: true, frame: frameAt(bytes, 0, bytes.length, crcExtra(msgidAt(bytes, 0)) !== undefined) };
+}
+
+/**
+ * parseSingleFrame's check of `buf[start, end)` without building a frame (the server's ingest path
+ * reads the header in place with readFrameHeader): why it is not exactly one valid frame, or undefined.
+ */
+export function checkSingleFrame(buf: Uint8Array, start: number, end: number, crcExtra: CrcExtraLookup = noCrcExtra): SingleFrameReason | undefined {
+  if (end <= start || !isStx(buf[start]!)) return 'start-byte';
+  const length = frameLengthAt(buf, start, end);
+  if (length === REJECT) return 'incompat-flags';
+  if (length !== end - start) return 'length';
+  const extra = crcExtra(msgidAt(buf, start));
+  if (extra !== undefined && !crcMatches(buf, start, extra)) return 'crc';
+  return undefined;
+}
+
+/** A frame's header fields, read in place (readFrameHeader): one record reused for frame after frame. */
+export interface FrameHeader {
+  version: 1 | 2;
+  msgid: number;
+  sysid: number;
+  compid: number;
+  /** Where the payload starts in the buffer, and its length as sent (MAVLink 2 trims trailing zeros). */
+  payloadOffset: number;
+  payloadLength: number;
+}
+
+/** The header of the frame starting at `buf[f]` (checked first: checkSingleFrame), into `out`. */
+export function readFrameHeader(buf: Uint8Array, f: number, out: FrameHeader): void {
+  out.payloadLength = buf[f + 1]!;
+  if (buf[f] === MAVLINK_V2_STX) {
+    out.version = 2;
+    out.msgid = buf[f + 7]! | (buf[f + 8]! << 8) | (buf[f + 9]! << 16);
+    out.sysid = buf[f + 5]!;
+    out.compid = buf[f + 6]!;
+    out.payloadOffset = f + MAVLINK_V2_HEADER_LENGTH;
+  } else {
+    out.version = 1;
+    out.msgid = buf[f + 5]!;
+    out.sysid = buf[f + 3]!;
+    out.compid = buf[f + 4]!;
+    out.payloadOffset = f + MAVLINK_V1_HEADER_LENGTH;
+  }
 }

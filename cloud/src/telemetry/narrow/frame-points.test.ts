@@ -10,7 +10,7 @@ const T = Date.UTC(2018, 7, 8, 14, 6, 1, 905) * 1000 + 123;
 
 function collect(source: Parameters<typeof forEachFramePoint>[0]) {
   const out: Array<[string, number, number, number]> = [];
-  const n = forEachFramePoint(source, (i) => `points[${i}]`, (bytes, receivedUs, seq, index) => out.push([Buffer.from(bytes).toString('hex'), receivedUs, seq, index]));
+  const n = forEachFramePoint(source, (i) => `points[${i}]`, (buf, start, end, receivedUs, seq, index) => out.push([Buffer.from(buf.subarray(start, end)).toString('hex'), receivedUs, seq, index]));
   return { n, out };
 }
 

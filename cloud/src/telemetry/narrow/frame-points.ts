@@ -10,7 +10,8 @@ import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wir
  * (the frame is a view into the request, not a copy).
  */
 
-export type FramePointVisitor = (frame: Uint8Array, receivedUs: number, frameSeq: number, index: number) => void;
+/** The point's frame is `buf[start, end)`: a range of the request rather than a view of it (one allocation fewer per frame). */
+export type FramePointVisitor = (buf: Uint8Array, start: number, end: number, receivedUs: number, frameSeq: number, index: number) => void;
 
 /** `receivedUs` is NaN when the point has no timestamp. */
 export function forEachFramePoint(source: PointSource, locate: (index: number) => string, visit: FramePointVisitor): number {
@@ -43,7 +44,7 @@ function visitDecoded(point: TelemetryPoint, locate: (index: number) => string, 
   checkSeq(point.frameSeq > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : seq, locate, i);
   const ts = point.timestamp;
   const receivedUs = ts ? Number(ts.seconds) * 1_000_000 + Math.floor(ts.nanos / 1000) : NaN;
-  visit(point.type.value, receivedUs, seq, i);
+  visit(point.type.value, 0, point.type.value.length, receivedUs, seq, i);
 }
 
 // Protobuf wire reading (point-wire.ts), just the fields the format needs.
@@ -85,7 +86,8 @@ function readBatch(buf: Uint8Array, locate: (index: number) => string, visit: Fr
 function readPoint(r: PointWire, locate: (index: number) => string, index: number, visit: FramePointVisitor): void {
   const end = r.end;
   let receivedUs = NaN;
-  let frame: Uint8Array | undefined;
+  let frameStart = -1;
+  let frameEnd = -1;
   let seq = 0;
   while (r.pos < end) {
     const tag = r.varint();
@@ -97,7 +99,10 @@ function readPoint(r: PointWire, locate: (index: number) => string, index: numbe
       receivedUs = r.seconds * 1_000_000 + Math.floor(r.nanos / 1000);
     } else if ((field === 2 || field === 14) && wire === WIRE_LEN) {
       if (!r.lengthDelimited()) throw malformed(locate, index);
-      if (field === 14) frame = r.buf.subarray(r.start, r.stop);
+      if (field === 14) {
+        frameStart = r.start;
+        frameEnd = r.stop;
+      }
       else if (r.stop > r.start) throw invalid(locate, index, HAS_CHANNEL);
     } else if (field === 15 && wire === WIRE_VARINT) {
       seq = r.varint();
@@ -108,7 +113,7 @@ function readPoint(r: PointWire, locate: (index: number) => string, index: numbe
       throw malformed(locate, index);
     }
   }
-  if (!frame) throw invalid(locate, index, NOT_BYTES);
+  if (frameStart < 0) throw invalid(locate, index, NOT_BYTES);
   checkSeq(seq, locate, index);
-  visit(frame, receivedUs, seq, index);
+  visit(r.buf, frameStart, frameEnd, receivedUs, seq, index);
 }

@@ -1,4 +1,4 @@
-import { crcExtraOf, parseSingleFrame, type SingleFrameResult } from '@sortie/contracts/mavlink';
+import { checkSingleFrame, crcExtraOf, readFrameHeader, type FrameHeader, type SingleFrameReason } from '@sortie/contracts/mavlink';
 import { ApiError } from '../../http/api-error.ts';
 import { frameClocks, visitFrame, type FrameClocks, type SampleValue } from './decode.ts';
 import { messageColumns, type MessageColumns } from './message-tables.ts';
@@ -27,14 +27,17 @@ export class MessageGroup {
   }
 }
 
-const REASONS: Record<Extract<SingleFrameResult, { ok: false }>['reason'], string> = {
+const REASONS: Record<SingleFrameReason, string> = {
   'start-byte': 'does not start with a MAVLink start byte (0xFE or 0xFD)',
   'incompat-flags': 'sets MAVLink 2 incompat flags this server does not understand',
   length: 'is not exactly one complete MAVLink frame (its length disagrees with the header)',
   crc: 'fails its MAVLink CRC',
 };
 
-/** One frame's clocks at a time (frameClocks writes into it): nothing allocated per frame. */
+/** One frame's header, decodable view and clocks at a time (written in place): nothing else allocated per frame. */
+const HEADER: FrameHeader = { version: 1, msgid: 0, sysid: 0, compid: 0, payloadOffset: 0, payloadLength: 0 };
+const NO_PAYLOAD = new Uint8Array(0);
+const FRAME: { version: 1 | 2; msgid: number; payload: Uint8Array } = { version: 1, msgid: 0, payload: NO_PAYLOAD };
 const CLOCKS: FrameClocks = { bootUs: NaN, unixUs: NaN, gpsOffsetUs: NaN };
 
 export interface BatchMark {
@@ -90,20 +93,33 @@ export class NarrowBatch {
    * of the batch's system id.
    */
   add(bytes: Uint8Array, receivedUs: number, frameSeq: number, nowUs: number, locate: (index: number) => string, index: number): void {
-    const parsed = parseSingleFrame(bytes, crcExtraOf);
-    if (!parsed.ok) throw new ApiError('invalid_request', `${locate(index)}: the bytes member ${REASONS[parsed.reason]}`);
-    const frame = parsed.frame;
-    if (this.sysid === undefined) this.sysid = frame.sysid;
-    else if (frame.sysid !== this.sysid) {
+    this.addAt(bytes, 0, bytes.length, receivedUs, frameSeq, nowUs, locate, index);
+  }
+
+  /**
+   * add() of the frame held in `buf[start, end)` (a point's bytes inside the request): the header is read
+   * in place and only the payload gets a view, so a frame costs one small allocation, not five.
+   */
+  addAt(buf: Uint8Array, start: number, end: number, receivedUs: number, frameSeq: number, nowUs: number, locate: (index: number) => string, index: number): void {
+    const reason = checkSingleFrame(buf, start, end, crcExtraOf);
+    if (reason !== undefined) throw new ApiError('invalid_request', `${locate(index)}: the bytes member ${REASONS[reason]}`);
+    readFrameHeader(buf, start, HEADER);
+    const frame = FRAME;
+    frame.version = HEADER.version;
+    frame.msgid = HEADER.msgid;
+    frame.payload = buf.subarray(HEADER.payloadOffset, HEADER.payloadOffset + HEADER.payloadLength);
+    const sysid = HEADER.sysid;
+    if (this.sysid === undefined) this.sysid = sysid;
+    else if (sysid !== this.sysid) {
       throw new ApiError(
         'invalid_request',
-        `${locate(index)}: frame of MAVLink system id ${frame.sysid}, but this dataset's frames are of system id ${this.sysid}; a narrow dataset holds one system id, so open one dataset and one stream per system id (mavlink-raw-v1 rule 7)`,
+        `${locate(index)}: frame of MAVLink system id ${sysid}, but this dataset's frames are of system id ${this.sysid}; a narrow dataset holds one system id, so open one dataset and one stream per system id (mavlink-raw-v1 rule 7)`,
       );
     }
     const at = this.frameSeq.length;
     this.frameSeq.push(frameSeq);
     this.receivedUs.push(Number.isFinite(receivedUs) ? receivedUs : nowUs);
-    this.compid.push(frame.compid);
+    this.compid.push(HEADER.compid);
     frameClocks(frame, CLOCKS);
     this.bootUs.push(CLOCKS.bootUs);
     this.unixUs.push(CLOCKS.unixUs);
@@ -117,6 +133,8 @@ export class NarrowBatch {
     visitFrame(frame, this.#visit);
     // A MAVLink 1 frame has no extension fields: those columns stay NULL (never measured).
     for (let c = this.#column; c < group.values.length; c++) group.values[c]!.push(null);
+    // The view must not keep the request's buffer alive once the frame is read.
+    frame.payload = NO_PAYLOAD;
   }
 
   mark(): BatchMark {

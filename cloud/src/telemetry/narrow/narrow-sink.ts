@@ -49,7 +49,9 @@ class NarrowSink implements TelemetrySink {
     const sysid = batch.sysid;
     const nowUs = this.#ctx.clock.now().getTime() * 1000;
     try {
-      this.#accepted += forEachFramePoint(source, locate, (frame, receivedUs, frameSeq, index) => batch.add(frame, receivedUs, frameSeq, nowUs, locate, index));
+      this.#accepted += forEachFramePoint(source, locate, (buf, start, end, receivedUs, frameSeq, index) =>
+        batch.addAt(buf, start, end, receivedUs, frameSeq, nowUs, locate, index),
+      );
     } catch (error) {
       batch.rollback(mark, sysid);
       throw error;
