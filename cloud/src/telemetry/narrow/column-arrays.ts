@@ -49,22 +49,23 @@ export function binaryRowArray(
   rowTypeOid: number,
   types: readonly ColumnType[],
   clock: { seq: ArrayLike<number>; time: ArrayLike<number>; received: ArrayLike<number>; boot: ReadonlyArray<number | null>; session: ArrayLike<number>; source: readonly string[] },
-  values: ReadonlyArray<ReadonlyArray<SampleValue | null>>,
+  values: ReadonlyArray<ReadonlyArray<SampleValue>>,
+  /** Per row: its columns at or beyond this are NULL (narrow-batch.ts MessageGroup.carried). */
+  carried: ArrayLike<number>,
 ): Buffer {
   const n = clock.seq.length;
   const ncols = 6 + types.length;
   // Sizes first: fixed columns are known; text and bytea are measured.
   const encoded: Array<Array<Buffer | undefined>> = types.map((t, c) =>
     t === 'text' || t === 'bytea'
-      ? values[c]!.map((v) => (v === null || v === undefined ? undefined : t === 'text' ? Buffer.from(v as string, 'utf8') : Buffer.from((v as Uint8Array).buffer, (v as Uint8Array).byteOffset, (v as Uint8Array).byteLength)))
+      ? values[c]!.map((v, r) => (c >= carried[r]! ? undefined : t === 'text' ? Buffer.from(v as string, 'utf8') : Buffer.from((v as Uint8Array).buffer, (v as Uint8Array).byteOffset, (v as Uint8Array).byteLength)))
       : [],
   );
   let size = 20;
   for (let r = 0; r < n; r++) {
     let row = 4 + ncols * 8 + 8 + 8 + 8 + (clock.boot[r] === null ? 0 : 8) + 4 + 1;
-    for (let c = 0; c < types.length; c++) {
-      const v = values[c]![r];
-      if (v === null || v === undefined) continue;
+    const carriedColumns = carried[r]!;
+    for (let c = 0; c < carriedColumns; c++) {
       const fixed = FIXED[types[c]!];
       row += fixed ?? encoded[c]![r]!.length;
     }
@@ -111,11 +112,12 @@ export function binaryRowArray(
     dv.setInt32(pos + 16, 1);
     buf[pos + 20] = clock.source[r]!.charCodeAt(0);
     pos += 21;
+    const carriedColumns = carried[r]!;
     for (let c = 0; c < types.length; c++) {
       const type = types[c]!;
-      const v = values[c]![r];
+      const v = values[c]![r]!;
       dv.setInt32(pos, oids[c]!);
-      if (v === null || v === undefined) {
+      if (c >= carriedColumns) {
         dv.setInt32(pos + 4, -1);
         pos += 8;
         continue;

@@ -15,8 +15,15 @@ export class MessageGroup {
   readonly layout: MessageColumns;
   /** Indexes of the batch's frames, in arrival order. */
   readonly frames: number[] = [];
-  /** One array per column of `layout`; each as long as `frames`. */
-  readonly values: Array<Array<SampleValue | null>>;
+  /**
+   * One array per column of `layout`; each as long as `frames`. Row r's columns at or beyond
+   * `carried[r]` are NULL (a MAVLink 1 frame has no extension fields) and hold 0 here, so a numeric
+   * column stays an array of plain numbers: V8 keeps those unboxed, where one null among them made it
+   * box every value (the largest share of what ingest allocated).
+   */
+  readonly values: SampleValue[][];
+  /** Per row: how many leading columns its frame carried. */
+  readonly carried: number[] = [];
   /** Which columns hold at least one value in this batch. */
   readonly present: Uint8Array;
 
@@ -24,6 +31,11 @@ export class MessageGroup {
     this.layout = layout;
     this.values = layout.columns.map(() => []);
     this.present = new Uint8Array(layout.columns.length);
+  }
+
+  /** Column `c` with NULL where a row's frame did not carry it (for text array literals). */
+  column(c: number): Array<SampleValue | null> {
+    return this.values[c]!.map((v, r) => (c < this.carried[r]! ? v : null));
   }
 }
 
@@ -132,7 +144,8 @@ export class NarrowBatch {
     this.#column = 0;
     visitFrame(frame, this.#visit);
     // A MAVLink 1 frame has no extension fields: those columns stay NULL (never measured).
-    for (let c = this.#column; c < group.values.length; c++) group.values[c]!.push(null);
+    group.carried.push(this.#column);
+    for (let c = this.#column; c < group.values.length; c++) group.values[c]!.push(0);
     // The view must not keep the request's buffer alive once the frame is read.
     frame.payload = NO_PAYLOAD;
   }
@@ -149,12 +162,11 @@ export class NarrowBatch {
       if (keep === 0) this.groups.delete(msgid);
       else if (keep < group.frames.length) {
         group.frames.length = keep;
+        group.carried.length = keep;
         for (const column of group.values) column.length = keep;
-        // Recomputed from the values kept (a rollback is rare; tracking it per frame would cost every frame).
+        // Recomputed from the rows kept (a rollback is rare; tracking it per frame would cost every frame).
         group.present.fill(0);
-        group.values.forEach((column, c) => {
-          if (column.some((v) => v !== null)) group.present[c] = 1;
-        });
+        for (const carried of group.carried) group.present.fill(1, 0, carried);
       }
     }
     for (const a of [this.frameSeq, this.receivedUs, this.compid, this.bootUs, this.unixUs, this.gpsOffsetUs, this.msgid]) a.length = mark.frames;

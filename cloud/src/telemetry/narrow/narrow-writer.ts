@@ -309,7 +309,7 @@ export function insertGroup(
   if (target.binary) {
     // One array of the table's row type: PostgreSQL sets up one unnest per table instead of one per
     // column, which halved the statement's time (docs/PERFORMANCE.md).
-    const rows = binaryRowArray(into.rowType, group.layout.columns.map((c) => c.type), clock, group.values);
+    const rows = binaryRowArray(into.rowType, group.layout.columns.map((c) => c.type), clock, group.values, group.carried);
     return sql`insert into ${sql.table(table)} select * from unnest(${rows}::${sql.table(table)}[]) ${tail}`;
   }
   const { seq, time, source, boot, session, received } = clock;
@@ -318,7 +318,7 @@ export function insertGroup(
   const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
   const column = textColumn;
   const columns = group.layout.columns;
-  const fieldParams = columns.map((c, i) => sql`${column(c.type, group.values[i]!)}::${sql.raw(SQL_TYPE[c.type])}[]`);
+  const fieldParams = columns.map((c, i) => sql`${column(c.type, group.column(i))}::${sql.raw(SQL_TYPE[c.type])}[]`);
   const aliases = columns.map((_, i) => `c${i}`);
   const names = columns.map((c) => quoteIdent(c.column)).join(', ');
   return sql`
