@@ -52,10 +52,7 @@ describe('StreamSubmit backpressure', () => {
       }
     }
     // Hold the dataset's table: the server's first write waits on it.
-    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
-    await blocker.connect();
-    await blocker.query('begin');
-    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    const blocker = await holdTable();
     const call = client.streamSubmit(stream(), { headers: { 'x-api-key': org.key } });
     // Long enough for an unthrottled client to encode and send most of the 200 batches.
     await new Promise((r) => setTimeout(r, 3000));
@@ -72,11 +69,8 @@ describe('StreamSubmit backpressure', () => {
 
   it('a bad batch read while the one before it is being written fails the stream only once that write has committed', async () => {
     const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
-    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
-    await blocker.connect();
     const before = await rowCount();
-    await blocker.query('begin');
-    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    const blocker = await holdTable();
     const bad = batch(300);
     const points = (bad.message as { value: { points: Array<MessageInitShape<typeof TelemetryPointSchema>> } }).value.points;
     points[4321] = { ...points[4321]!, type: { case: 'string', value: 'not a number' } };
@@ -104,11 +98,8 @@ describe('StreamSubmit backpressure', () => {
 
   it('a write that fails ends the stream with its error, and the batch decoded behind it is not written', async () => {
     const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl }));
-    const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
-    await blocker.connect();
     const before = await rowCount();
-    await blocker.query('begin');
-    await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+    const blocker = await holdTable();
     let yielded = 0;
     async function* stream(): AsyncGenerator<Message> {
       yield { message: { case: 'header', value: { experimentId, datasetId } } };
@@ -174,4 +165,13 @@ describe('StreamSubmit backpressure', () => {
 async function rowCount(): Promise<number> {
   const rows = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(wideTableName(datasetId))}`.execute(t.service.ctx.db);
   return rows.rows[0]!.n;
+}
+
+/** A connection holding the dataset's table (access exclusive, transaction open): the server's writes wait until it commits. */
+async function holdTable(): Promise<pg.Client> {
+  const blocker = new pg.Client({ connectionString: t.service.ctx.config.databaseUrl });
+  await blocker.connect();
+  await blocker.query('begin');
+  await blocker.query(`lock table ${wideTableName(datasetId)} in access exclusive mode`);
+  return blocker;
 }
