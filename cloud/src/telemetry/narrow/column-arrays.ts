@@ -8,6 +8,39 @@ import { float8Text, quotedBytea, quotedText } from '../sql/sql-arrays.ts';
  * text parameters only: there one array literal per column (textColumn).
  */
 
+/**
+ * A growable column of plain numbers: the int2, int4, float4 and float8 columns of a batch. A JS array
+ * read at one site across columns of every kind boxed each number it handed out (the largest share of
+ * what ingest allocated); a Float64Array holds them unboxed from the decoder to the row array.
+ */
+export class NumberColumn {
+  data = new Float64Array(32);
+  /** Values held; assigning a smaller length drops the rest (a rolled-back message). */
+  length = 0;
+
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const grown = new Float64Array(this.length * 2);
+      grown.set(this.data);
+      this.data = grown;
+    }
+    this.data[this.length++] = value;
+  }
+}
+
+/** Column types whose batch values are plain numbers (NumberColumn). */
+export function holdsNumbers(type: ColumnType): boolean {
+  return type === 'int2' || type === 'int4' || type === 'float4' || type === 'float8';
+}
+
+/** A batch column: NumberColumn for holdsNumbers types, else an array (bigints, texts, bytes, uint32 as int8). */
+export type BatchColumn = NumberColumn | SampleValue[];
+
+/** Row r's value of a batch column. */
+export function valueAt(column: BatchColumn, r: number): SampleValue {
+  return column instanceof NumberColumn ? column.data[r]! : column[r]!;
+}
+
 const OID: Record<ColumnType, number> = { int2: 21, int4: 23, int8: 20, uint64: 20, float4: 700, float8: 701, text: 25, bytea: 17 };
 const FIXED: Partial<Record<ColumnType, number>> = { int2: 2, int4: 4, int8: 8, uint64: 8, float4: 4, float8: 8 };
 
@@ -49,7 +82,7 @@ export function binaryRowArray(
   rowTypeOid: number,
   types: readonly ColumnType[],
   clock: { seq: ArrayLike<number>; time: ArrayLike<number>; received: ArrayLike<number>; boot: ReadonlyArray<number | null>; session: ArrayLike<number>; source: readonly string[] },
-  values: ReadonlyArray<ReadonlyArray<SampleValue>>,
+  values: readonly BatchColumn[],
   /** Per row: its columns at or beyond this are NULL (narrow-batch.ts MessageGroup.carried). */
   carried: ArrayLike<number>,
 ): Buffer {
@@ -58,7 +91,9 @@ export function binaryRowArray(
   // Sizes first: fixed columns are known; text and bytea are measured.
   const encoded: Array<Array<Buffer | undefined>> = types.map((t, c) =>
     t === 'text' || t === 'bytea'
-      ? values[c]!.map((v, r) => (c >= carried[r]! ? undefined : t === 'text' ? Buffer.from(v as string, 'utf8') : Buffer.from((v as Uint8Array).buffer, (v as Uint8Array).byteOffset, (v as Uint8Array).byteLength)))
+      ? (values[c] as SampleValue[]).map((v, r) =>
+          c >= carried[r]! ? undefined : t === 'text' ? Buffer.from(v as string, 'utf8') : Buffer.from((v as Uint8Array).buffer, (v as Uint8Array).byteOffset, (v as Uint8Array).byteLength),
+        )
       : [],
   );
   let size = 20;
@@ -115,7 +150,7 @@ export function binaryRowArray(
     const carriedColumns = carried[r]!;
     for (let c = 0; c < types.length; c++) {
       const type = types[c]!;
-      const v = values[c]![r]!;
+      const column = values[c]!;
       dv.setInt32(pos, oids[c]!);
       if (c >= carriedColumns) {
         dv.setInt32(pos + 4, -1);
@@ -125,29 +160,31 @@ export function binaryRowArray(
       switch (type) {
         case 'int2':
           dv.setInt32(pos + 4, 2);
-          dv.setInt16(pos + 8, v as number);
+          dv.setInt16(pos + 8, (column as NumberColumn).data[r]!);
           pos += 10;
           break;
         case 'int4':
           dv.setInt32(pos + 4, 4);
-          dv.setInt32(pos + 8, v as number);
+          dv.setInt32(pos + 8, (column as NumberColumn).data[r]!);
           pos += 12;
           break;
         case 'int8':
-        case 'uint64':
+        case 'uint64': {
+          const v = (column as SampleValue[])[r]!;
           dv.setInt32(pos + 4, 8);
           if (typeof v === 'number') setInt8(dv, pos + 8, v);
           else dv.setBigInt64(pos + 8, int8Of(type, v));
           pos += 16;
           break;
+        }
         case 'float4':
           dv.setInt32(pos + 4, 4);
-          dv.setFloat32(pos + 8, v as number);
+          dv.setFloat32(pos + 8, (column as NumberColumn).data[r]!);
           pos += 12;
           break;
         case 'float8':
           dv.setInt32(pos + 4, 8);
-          dv.setFloat64(pos + 8, v as number);
+          dv.setFloat64(pos + 8, (column as NumberColumn).data[r]!);
           pos += 16;
           break;
         default: {

@@ -1,5 +1,6 @@
 import { checkSingleFrame, crcExtraOf, readFrameHeader, type FrameHeader, type SingleFrameReason } from '@sortie/contracts/mavlink';
 import { ApiError } from '../../http/api-error.ts';
+import { holdsNumbers, NumberColumn, valueAt, type BatchColumn } from './column-arrays.ts';
 import { frameClocks, visitFrame, type FrameClocks, type SampleValue } from './decode.ts';
 import { messageColumns, type MessageColumns } from './message-tables.ts';
 
@@ -17,11 +18,10 @@ export class MessageGroup {
   readonly frames: number[] = [];
   /**
    * One array per column of `layout`; each as long as `frames`. Row r's columns at or beyond
-   * `carried[r]` are NULL (a MAVLink 1 frame has no extension fields) and hold 0 here, so a numeric
-   * column stays an array of plain numbers: V8 keeps those unboxed, where one null among them made it
-   * box every value (the largest share of what ingest allocated).
+   * `carried[r]` are NULL (a MAVLink 1 frame has no extension fields) and hold 0 here. Numeric columns
+   * are NumberColumns (column-arrays.ts): their values stay unboxed.
    */
-  readonly values: SampleValue[][];
+  readonly values: BatchColumn[];
   /** Per row: how many leading columns its frame carried. */
   readonly carried: number[] = [];
   /** Which columns hold at least one value in this batch. */
@@ -29,13 +29,14 @@ export class MessageGroup {
 
   constructor(layout: MessageColumns) {
     this.layout = layout;
-    this.values = layout.columns.map(() => []);
+    this.values = layout.columns.map((c) => (holdsNumbers(c.type) ? new NumberColumn() : []));
     this.present = new Uint8Array(layout.columns.length);
   }
 
   /** Column `c` with NULL where a row's frame did not carry it (for text array literals). */
   column(c: number): Array<SampleValue | null> {
-    return this.values[c]!.map((v, r) => (c < this.carried[r]! ? v : null));
+    const column = this.values[c]!;
+    return this.carried.map((carried, r) => (c < carried ? valueAt(column, r) : null));
   }
 }
 
@@ -81,7 +82,7 @@ export class NarrowBatch {
   readonly #visit = (_signal: string, value: SampleValue): void => {
     const group = this.#group!;
     const c = this.#column++;
-    group.values[c]!.push(value);
+    (group.values[c] as { push(value: SampleValue): void }).push(value);
     group.present[c] = 1;
     this.#sampleCount++;
   };
