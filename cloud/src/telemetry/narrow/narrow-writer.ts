@@ -1,4 +1,5 @@
-import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type RawBuilder } from 'kysely';
+import type { Executor } from '../../db/executor.ts';
 import type { Db } from '../../db/connect.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
@@ -88,8 +89,8 @@ export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: Narr
           where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
       }
     }
-    const statement = rowsStatement(target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
-    const result = await statement.execute(tx);
+    const statement = rowsStatement(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
+    const result = await tx.executeQuery(statement);
     const written = result.rows[0]!.frames;
     const last = batch.frameSeq[order[frames - 1]!]!;
     return {
@@ -131,7 +132,7 @@ export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatc
   const order = frameOrder(batch);
   const { sessions, sessionOf } = assignSessions(batch, order, cache.sessions);
   if (sessions.relabels().length > 0) return undefined;
-  const statement = rowsStatement(target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version).compile(db);
+  const statement = rowsStatement(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
   const last = batch.frameSeq[order[frames - 1]!]!;
   const after = { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables };
   return { basis: cache, after, frames, statement };
@@ -188,8 +189,14 @@ function assignSessions(batch: NarrowBatch, order: Int32Array, known: readonly B
  * One statement: one insert per message id, the changed sessions, the dataset's version and highest
  * frame_seq; it answers the frames inserted, and `ok` false when `guardVersion` is given and the
  * dataset was no longer at that version (then every part is skipped).
+ *
+ * With node-postgres the statement's text depends only on its shape (the message tables in msgid order,
+ * conflict handling, guard), which repeats batch after batch: the text compiled once per shape is kept
+ * and only the parameters are built (kysely's tree and compile were a tenth of what a batch allocated).
+ * The first compile of a shape checks that the parameters built directly are the ones kysely made.
  */
 function rowsStatement(
+  db: Executor,
   target: NarrowTarget,
   batch: NarrowBatch,
   order: Int32Array,
@@ -198,7 +205,7 @@ function rowsStatement(
   sessionOf: Int32Array,
   maxFrameSeq: number,
   guardVersion: number | null,
-): RawBuilder<{ frames: number; ok: boolean }> {
+): CompiledQuery<{ frames: number; ok: boolean }> {
   const frames = batch.frames;
   // The common case, a stream appending frames above everything the dataset holds, is a plain
   // insert: the dataset's row lock keeps its other writers out until commit. Only redelivery (or a
@@ -206,9 +213,54 @@ function rowsStatement(
   const first = batch.frameSeq[order[0]!]!;
   const last = batch.frameSeq[order[frames - 1]!]!;
   const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
+  const groups = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid);
+  const changed = sessions.changed();
+  if (!target.binary) return rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
+
+  const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${groups.map((g) => tables.get(g.layout.msgid)!.table).join(',')}`;
+  const params: unknown[] = [last, target.datasetId];
+  if (guardVersion !== null) params.push(guardVersion);
+  for (const group of groups) params.push(binaryRows(tables.get(group.layout.msgid)!, batch, group, sessionOf));
+  params.push(target.datasetId, ...sessionParams(changed));
+  // Only when onConflict is off is the frame count a parameter (the conflict path counts what it inserted).
+  if (!onConflict) params.push(frames);
+  let text = STATEMENT_TEXT.get(shape);
+  if (text === undefined) {
+    const compiled = rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
+    if (compiled.parameters.length !== params.length || compiled.parameters.some((p, i) => !sameParam(p, params[i]))) {
+      throw new Error(`narrow statement parameters disagree with kysely's for shape ${shape}`);
+    }
+    text = compiled.sql;
+    if (STATEMENT_TEXT.size >= STATEMENT_TEXTS_KEPT) STATEMENT_TEXT.clear();
+    STATEMENT_TEXT.set(shape, text);
+  }
+  return CompiledQuery.raw(text, params) as CompiledQuery<{ frames: number; ok: boolean }>;
+}
+
+/** Statement texts by shape; a stream's batches use a handful, every vehicle of a deployment a few hundred at most. */
+const STATEMENT_TEXT = new Map<string, string>();
+const STATEMENT_TEXTS_KEPT = 1000;
+
+function sameParam(a: unknown, b: unknown): boolean {
+  return Buffer.isBuffer(a) && Buffer.isBuffer(b) ? a.equals(b) : a === b;
+}
+
+/** The statement as kysely builds it (rowsStatement's parameters follow this order exactly). */
+function rowsTree(
+  target: NarrowTarget,
+  batch: NarrowBatch,
+  groups: readonly MessageGroup[],
+  tables: ReadonlyMap<number, MessageTable>,
+  changed: readonly BootSession[],
+  sessionOf: Int32Array,
+  last: number,
+  onConflict: boolean,
+  frames: number,
+  guardVersion: number | null,
+): RawBuilder<{ frames: number; ok: boolean }> {
   const guard = guardVersion === null ? undefined : sql`exists (select 1 from v)`;
   // Without conflicts every frame is new, so only the conflict path counts what it inserted (a frame is one row of one table).
-  const inserts = [...batch.groups.values()].map((group, i) => {
+  const inserts = groups.map((group, i) => {
     const name = sql.raw(`i${i}`);
     const insert = insertGroup(target, tables.get(group.layout.msgid)!, batch, group, sessionOf, onConflict, guard);
     return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
@@ -218,7 +270,7 @@ function rowsStatement(
     with v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
                where dataset_id = ${target.datasetId}::uuid ${guardVersion === null ? sql`` : sql`and version = ${guardVersion}::int8`} returning 1),
     ${sql.join(inserts.map((x) => x.cte))},
-    s as (${upsertSessions(target.datasetId, sessions.changed(), guard)})
+    s as (${upsertSessions(target.datasetId, changed, guard)})
     select (${counted})::float8 as frames, exists (select 1 from v) as ok`;
 }
 
@@ -303,16 +355,14 @@ export function insertGroup(
   onConflict: boolean,
   guard?: RawBuilder<unknown>,
 ): RawBuilder<unknown> {
-  const clock = clockColumns(batch, group.frames, sessionOf);
   const table = into.table;
   const tail = sql`${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
   if (target.binary) {
     // One array of the table's row type: PostgreSQL sets up one unnest per table instead of one per
     // column, which halved the statement's time (docs/PERFORMANCE.md).
-    const rows = binaryRowArray(into.rowType, group.layout.columns.map((c) => c.type), clock, group.values, group.carried);
-    return sql`insert into ${sql.table(table)} select * from unnest(${rows}::${sql.table(table)}[]) ${tail}`;
+    return sql`insert into ${sql.table(table)} select * from unnest(${binaryRows(into, batch, group, sessionOf)}::${sql.table(table)}[]) ${tail}`;
   }
-  const { seq, time, source, boot, session, received } = clock;
+  const { seq, time, source, boot, session, received } = clockColumns(batch, group.frames, sessionOf);
   const a = target.arrays;
   const times = timestamptzArray(time, target.binary, 'u.t');
   const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
@@ -330,21 +380,45 @@ export function insertGroup(
     ${tail}`;
 }
 
+/** One message id's rows as one binary array of its table's row type. */
+function binaryRows(into: Pick<MessageTable, 'rowType'>, batch: NarrowBatch, group: MessageGroup, sessionOf: ArrayLike<number>): Buffer {
+  const clock = clockColumns(batch, group.frames, sessionOf);
+  return binaryRowArray(into.rowType, group.layout.columns.map((c) => c.type), clock, group.values, group.carried);
+}
+
+/** The sessions upsert's eleven array parameters, in upsertSessions' order. */
+function sessionParams(sessions: readonly BootSession[]): string[] {
+  const col = <K extends keyof BootSession>(key: K) => int8List(sessions.map((s) => s[key] as number | null));
+  const clocks = arrayLiteral(sessions.map((s) => (s.clock === null ? undefined : quotedText(JSON.stringify(s.clock)))));
+  return [
+    col('session'),
+    col('compid'),
+    col('firstFrameSeq'),
+    col('lastFrameSeq'),
+    col('lastBootUs'),
+    col('gpsOffsetUs'),
+    col('gpsOffsetFrameSeq'),
+    col('agentOffsetUs'),
+    col('firstReceivedUs'),
+    col('lastReceivedUs'),
+    clocks,
+  ];
+}
+
 function int8List(values: ReadonlyArray<number | null>): string {
   return arrayLiteral(values.map((v) => (v === null ? undefined : String(v))));
 }
 
 function upsertSessions(datasetId: string, sessions: readonly BootSession[], guard?: RawBuilder<unknown>): RawBuilder<unknown> {
-  const col = <K extends keyof BootSession>(key: K) => sessions.map((s) => s[key] as number | null);
-  const clocks = arrayLiteral(sessions.map((s) => (s.clock === null ? undefined : quotedText(JSON.stringify(s.clock)))));
+  const [session, compid, firstFrameSeq, lastFrameSeq, lastBootUs, gpsOffsetUs, gpsOffsetFrameSeq, agentOffsetUs, firstReceivedUs, lastReceivedUs, clocks] = sessionParams(sessions);
   return sql`
     insert into narrow_boot_sessions as b (dataset_id, boot_session, compid, first_frame_seq, last_frame_seq, last_boot_us,
       gps_offset_us, gps_offset_frame_seq, agent_offset_us, first_received_us, last_received_us, clock_state)
     select ${datasetId}::uuid, u.* from unnest(
-      ${int8List(col('session'))}::int4[], ${int8List(col('compid'))}::int4[], ${int8List(col('firstFrameSeq'))}::int8[],
-      ${int8List(col('lastFrameSeq'))}::int8[], ${int8List(col('lastBootUs'))}::int8[], ${int8List(col('gpsOffsetUs'))}::int8[],
-      ${int8List(col('gpsOffsetFrameSeq'))}::int8[], ${int8List(col('agentOffsetUs'))}::int8[],
-      ${int8List(col('firstReceivedUs'))}::int8[], ${int8List(col('lastReceivedUs'))}::int8[], ${clocks}::jsonb[]) as u
+      ${session}::int4[], ${compid}::int4[], ${firstFrameSeq}::int8[],
+      ${lastFrameSeq}::int8[], ${lastBootUs}::int8[], ${gpsOffsetUs}::int8[],
+      ${gpsOffsetFrameSeq}::int8[], ${agentOffsetUs}::int8[],
+      ${firstReceivedUs}::int8[], ${lastReceivedUs}::int8[], ${clocks}::jsonb[]) as u
     ${guard ? sql`where ${guard}` : sql``}
     on conflict (dataset_id, boot_session) do update set
       first_frame_seq = excluded.first_frame_seq, clock_state = excluded.clock_state,
