@@ -209,6 +209,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await expect.poll(() => marker.count()).toBeGreaterThan(0);
     await marker.first().hover();
     expect(await page.textContent('[role=tooltip]')).toContain('LINK_LOSS');
+    // What the marks are, readable without hovering each.
+    expect(await page.textContent('[data-testid=mark-legend] li[data-kind=event]')).toContain('LINK_LOSS');
     // The shared link opens the same window and channels (the key is not in it: the tab's session holds it).
     expect(shared).not.toContain(org.key);
     await page.goto(shared);
@@ -314,6 +316,10 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 20_000 }).toBe('acked');
     expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
     expect(await row.textContent()).toContain('vehicle time');
+    // Each time on one line: a timestamp split across lines is misread.
+    const lines = await row.locator('.times li').evaluateAll((items) => items.map((li) => li.getBoundingClientRect().height / parseFloat(getComputedStyle(li).fontSize)));
+    expect(lines.length).toBeGreaterThan(2);
+    for (const ems of lines) expect(ems).toBeLessThan(2);
     await row.locator('text=/Deliveries/').click();
     await expect.poll(() => row.locator('.attempts').textContent()).toMatch(/HTTP 202/);
     // The command's life on the plot's time axis.
@@ -389,6 +395,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     const state = ownerPage.locator('tr[data-endpoint] [data-testid=endpoint-state]');
     await expect.poll(() => state.textContent()).toBe('disabled');
     expect(await ownerPage.locator('tr[data-endpoint]').textContent()).toContain('20 consecutive failed delivery attempts');
+    // Nothing is sent to a disabled endpoint, so its test button is not offered.
+    expect(await ownerPage.locator('tr[data-endpoint] button:text-is("Send test event")').isDisabled()).toBe(true);
     await expect.poll(() => ownerPage.locator('.notifications li').count()).toBeGreaterThan(0);
     expect(await ownerPage.locator('.notifications').textContent()).toContain(`after 20 failed attempts`);
     await expectAccessible(ownerPage, 'webhooks with a disabled endpoint');

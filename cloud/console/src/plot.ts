@@ -325,5 +325,36 @@ function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }):
           `${formatUtc(props.marks[hover]!.t)} UTC — ${props.marks[hover]!.label}`,
         )
       : null,
+    h(MarkLegend, { marks: visible.map(({ m }) => m) }),
+  ]);
+}
+
+const MARK_NAME: Record<Exclude<TimelineMark['kind'], 'event'>, string> = {
+  dispatched: 'command dispatched',
+  delivered: 'command delivered',
+  acked: 'command acked',
+  nacked: 'command nacked',
+  timed_out: 'command timed out',
+};
+
+/**
+ * What the coloured marks in the window are, without hovering each: an event by its kind (LINK_LOSS,
+ * NOTE…), a command step by name, each with its count.
+ */
+function MarkLegend(props: { marks: TimelineMark[] }): VNode<any> | null {
+  const entries = new Map<string, { kind: TimelineMark['kind']; name: string; count: number }>();
+  for (const m of props.marks) {
+    const name = m.kind === 'event' ? m.label.split(':')[0]! : MARK_NAME[m.kind];
+    const key = `${m.kind} ${name}`;
+    const entry = entries.get(key);
+    if (entry) entry.count++;
+    else entries.set(key, { kind: m.kind, name, count: 1 });
+  }
+  if (entries.size === 0) return null;
+  return h('ul', { class: 'mark-legend', 'data-testid': 'mark-legend' }, [
+    ...[...entries.values()].map((e) =>
+      h('li', { 'data-kind': e.kind }, [h('span', { class: `mark-swatch mark-${e.kind}`, 'aria-hidden': 'true' }), `${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`]),
+    ),
+    h('li', { class: 'muted' }, 'hover or focus a mark for its time and message'),
   ]);
 }

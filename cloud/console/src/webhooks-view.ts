@@ -114,7 +114,9 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
                       'button',
                       {
                         type: 'button',
-                        disabled: write.disabled,
+                        // A disabled endpoint is not sent to (the server answers 409): say so instead of offering it.
+                        disabled: write.disabled || Boolean(ep.disabledAt),
+                        title: ep.disabledAt ? 'disabled endpoints are not sent to; delete it and register it anew' : undefined,
                         onClick: () =>
                           void api.testWebhook(ep.id).then(
                             (attempt) => setTests({ ...tests, [ep.id]: attempt }),
