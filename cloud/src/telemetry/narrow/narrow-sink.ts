@@ -5,7 +5,7 @@ import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { forEachFramePoint } from './frame-points.ts';
 import { NarrowBatch } from './narrow-batch.ts';
-import { prepareFastWrite, runFastWrite, writeNarrowBatch, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
+import { prepareFastWrite, runFastWrite, writeInTransaction, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
 
 /**
  * The mavlink-raw-v1 sink: each point's frame is checked and decoded when staged (so a bad frame fails
@@ -70,7 +70,8 @@ class NarrowSink implements TelemetrySink {
         // Prepared from what the write before would leave: good only if that is what it left.
         const fast = early && early.basis === this.#cache ? early : this.#cache && prepareFastWrite(db, this.#target, batch, this.#cache);
         if (flush === this.#flushes) this.#expected = fast?.after;
-        const result = (fast && (await runFastWrite(db, fast))) || (await writeNarrowBatch(db, this.#target, batch, this.#cache));
+        // Refused (the dataset moved on) or not preparable: the transaction, without trying the same cache again.
+        const result = (fast && (await runFastWrite(db, fast))) || (await writeInTransaction(db, this.#target, batch, this.#cache));
         this.#cache = result.cache;
         if (flush === this.#flushes) this.#expected = result.cache;
         this.#written += result.written;

@@ -43,7 +43,8 @@ export interface NarrowWriteResult {
 
 /**
  * Write one batch to the dataset's message tables (docs/decisions/0006-narrow-mavlink.md). The steady
- * state of a stream is one guarded statement (prepareFastWrite, runFastWrite); otherwise one transaction:
+ * state of a stream is one guarded statement (prepareFastWrite, runFastWrite: the sink tries it first);
+ * when that cannot be prepared or is refused, this one transaction:
  *  1. upsert narrow_datasets: binds the dataset to the batch's system id on its first write, checks it
  *     on every later one, row-locks the dataset so its writers take turns, and tells the highest
  *     frame_seq stored;
@@ -55,13 +56,9 @@ export interface NarrowWriteResult {
  *     `on conflict do nothing`, so a redelivered frame collapses onto the row it wrote the first time),
  *     the changed sessions, and the version and highest frame_seq.
  */
-export async function writeNarrowBatch(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
+export async function writeInTransaction(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
   const frames = batch.frames;
   if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, maxFrameSeq: 0, sysid: -1, sessions: [], tables: new Map() } };
-  const fast = cache && prepareFastWrite(db, target, batch, cache);
-  const written = fast && (await runFastWrite(db, fast));
-  if (written) return written;
-
   const order = frameOrder(batch);
   const present = presentSignals(batch);
   return db.transaction().execute(async (tx) => {
