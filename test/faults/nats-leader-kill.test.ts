@@ -141,7 +141,11 @@ describe('the NATS stream leader SIGKILLed in the middle of a dispatch run', () 
       `${ids.length} commands to be acked`,
     );
     expect(acked).toHaveLength(ids.length);
-    const jobs = await f.database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', ids).execute();
+    // A receiver acks as soon as it has the POST, and the attempt's record may reach the database a few
+    // milliseconds after that (records are batched): every job must end delivered, so wait for it.
+    const readJobs = () => f.database.db.selectFrom('delivery_jobs').select(['command_id', 'state']).where('command_id', 'in', ids).execute();
+    await eventually(async () => ((await readJobs()).every((j) => j.state === 'delivered') ? true : undefined), 10_000, 'every job recorded delivered').catch(() => undefined);
+    const jobs = await readJobs();
     expect(jobs.filter((j) => j.state !== 'delivered')).toEqual([]);
 
     // At least once on the wire, exactly once in the receiver's hands.
