@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { CommandRow, WebhookEndpointRow } from '../db/schema.ts';
-import { runHot } from './prepared.ts';
+import { runHot } from '../db/prepared.ts';
 import { noteDeadline } from './sweeper.ts';
 import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './row-columns.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';

@@ -45,7 +45,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   const leaseMs = ctx.config.webhook.timeoutMs + 30_000;
   // Concurrent attempts share their two statements: under load one round trip serves many deliveries.
   const maxBatch = Math.max(1, ctx.config.delivery.concurrency);
-  // Prepared statements on PostgreSQL (commands/prepared.ts).
+  // Prepared statements on PostgreSQL (db/prepared.ts).
   const hot = { db, pool: ctx.database.pool };
   const loads = new MicroBatcher((items: Array<{ jobId: string; tokenHash: string }>) => leaseAndLoadMany(hot, { now: clock.now(), leaseMs, items }), {
     maxBatch,

@@ -3,7 +3,7 @@ import type { ArmingRow, CommandRow, DeliveryJobRow, DeliveryJobState, WebhookEn
 import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
 import type { Executor } from '../db/executor.ts';
-import { runHot, type HotTarget } from '../commands/prepared.ts';
+import { runHot, type HotTarget } from '../db/prepared.ts';
 import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from '../commands/row-columns.ts';
 
 /** The delivery outbox (`delivery_jobs`): the truth the queues are driven from. */
@@ -286,7 +286,7 @@ export async function recordAttempts(db: Executor | HotTarget, attempts: readonl
   return attempts.map((a) => byEndpoint.get(a.job.endpoint_id) ?? { consecutiveFailures: 0, disabled: false });
 }
 
-/** An executor, or an executor with its pool (prepared statements, commands/prepared.ts). */
+/** An executor, or an executor with its pool (prepared statements, db/prepared.ts). */
 function hot(target: Executor | HotTarget): HotTarget {
   return 'db' in target && 'executeQuery' in (target as HotTarget).db ? (target as HotTarget) : { db: target as Executor };
 }

@@ -1,10 +1,12 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetRow } from '../../db/schema.ts';
 import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
 import type { TelemetrySink } from '../ingest/sink.ts';
-import { fixtureFrames, fixturePoints, type FixtureFrame, type PointInit } from './fixture-frames.ts';
+import { fixtureFrames, fixturePoints, framePoint, type FixtureFrame, type PointInit } from './fixture-frames.ts';
+import { replayFrames } from './long-flight.ts';
 import { openNarrowSink } from './narrow-sink.ts';
 import { px4CaptureFrames, px4LikeStream } from './px4-fixture.ts';
 import { queryNarrow } from './query.ts';
@@ -134,6 +136,43 @@ const CASES: Array<{ name: string; frames: () => FixtureFrame[]; hot: () => numb
   { name: 'ardupilot-v2.mavlink', frames: () => fixtureFrames('ardupilot-v2.mavlink'), hot: () => [], runs: 8 },
   { name: 'arduplane-sitl-vtol.tlog', frames: () => fixtureFrames('arduplane-sitl-vtol.tlog'), hot: () => [], runs: 3 },
 ];
+
+// First in the file: the prepared shapes of a process are capped (narrow-writer.ts), and the property
+// tests below repeat many shapes.
+describe('on PostgreSQL a stream\'s steady-state write runs prepared', () => {
+  it('a statement shape seen again is parsed and planned once per connection, then only executed', async () => {
+    // A pool of one connection, so the prepared statements it lists are the ones the sink used.
+    const ctx = t.service.ctx;
+    const pool = new pg.Pool({ connectionString: (ctx.database.pool!.options as { connectionString: string }).connectionString, max: 1 });
+    try {
+      const sink = await openNarrowSink({ ...ctx, database: { ...ctx.database, pool } }, await newDataset());
+      // Three passes over the same 3,000 frames as one continuous flight, in the same 500-frame batches:
+      // each batch's message mix, so its statement's shape, comes back in every pass.
+      const frames = fixtureFrames('arduplane-sitl-vtol.tlog').slice(0, 3000);
+      const span = frames.at(-1)!.receivedUs - frames[0]!.receivedUs + 100_000;
+      for (let pass = 0; pass < 3; pass++) {
+        const points = replayFrames(frames, pass, span).map((f, i) => create(TelemetryPointSchema, framePoint(f.bytes, f.receivedUs, pass * 3000 + i + 1)));
+        for (let i = 0; i < points.length; i += 500) {
+          await sink.stage({ points: points.slice(i, i + 500) }, (j) => `points[${j}]`);
+          await sink.flush();
+        }
+      }
+      const prepared = await pool.query<{ name: string; runs: number }>(
+        "select name, (generic_plans + custom_plans)::int as runs from pg_prepared_statements where name like 'sortie_narrow_%'",
+      );
+      // A shape is named the second time it is seen. Pass 1 runs unnamed; a batch position whose pass 1
+      // took the transaction (the first batch, a new table or signal) is first seen on the fast path in
+      // pass 2 and runs prepared once, in pass 3; the others are prepared in pass 2 and only executed in
+      // pass 3. At most one name per batch position.
+      expect(prepared.rows.length).toBeGreaterThanOrEqual(3);
+      expect(prepared.rows.length).toBeLessThanOrEqual(6);
+      for (const r of prepared.rows) expect(r.runs).toBeGreaterThanOrEqual(1);
+      expect(prepared.rows.filter((r) => r.runs === 2).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await pool.end();
+    }
+  });
+});
 
 describe('uploads of random splits and redeliveries store the same rows and answer the same series', () => {
   for (const c of CASES) {

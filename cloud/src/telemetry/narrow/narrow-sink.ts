@@ -71,7 +71,7 @@ class NarrowSink implements TelemetrySink {
         const fast = early && early.basis === this.#cache ? early : this.#cache && prepareFastWrite(db, this.#target, batch, this.#cache);
         if (flush === this.#flushes) this.#expected = fast?.after;
         // Refused (the dataset moved on) or not preparable: the transaction, without trying the same cache again.
-        const result = (fast && (await runFastWrite(db, fast))) || (await writeInTransaction(db, this.#target, batch, this.#cache));
+        const result = (fast && (await runFastWrite(db, this.#target, fast))) || (await writeInTransaction(db, this.#target, batch, this.#cache));
         this.#cache = result.cache;
         if (flush === this.#flushes) this.#expected = result.cache;
         this.#written += result.written;
@@ -95,6 +95,6 @@ class NarrowSink implements TelemetrySink {
 export async function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
   const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
   const binary = ctx.database.kind === 'postgres';
-  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, timescale: ctx.database.timescale };
+  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, pool: ctx.database.pool, timescale: ctx.database.timescale };
   return new NarrowSink(ctx, target, bound.rows[0]?.sysid);
 }

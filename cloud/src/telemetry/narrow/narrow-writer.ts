@@ -1,6 +1,9 @@
 import { CompiledQuery, sql, type RawBuilder } from 'kysely';
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
 import type { Executor } from '../../db/executor.ts';
 import type { Db } from '../../db/connect.ts';
+import { runHot } from '../../db/prepared.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
@@ -16,6 +19,8 @@ export interface NarrowTarget {
   arrays: ArrayEncoder;
   /** True with node-postgres (binary parameters), false with PGlite. */
   binary: boolean;
+  /** The pg pool with node-postgres: a stream's steady-state statement runs prepared on it (db/prepared.ts). */
+  pool?: pg.Pool;
   /** TimescaleDB in use: new message tables become compressed hypertables (narrow-timescale.ts). */
   timescale?: boolean;
 }
@@ -86,7 +91,8 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
           where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
       }
     }
-    const statement = rowsStatement(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
+    // Unnamed: this path is the exception (a new table or signal, a refused guard), and it must run on the transaction's connection.
+    const { statement } = rowsStatement(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
     const result = await tx.executeQuery(statement);
     const written = result.rows[0]!.frames;
     const last = batch.frameSeq[order[frames - 1]!]!;
@@ -115,6 +121,8 @@ export interface FastWrite {
   after: SessionCache;
   frames: number;
   statement: CompiledQuery<{ frames: number; ok: boolean }>;
+  /** The statement's name when it runs prepared (node-postgres): one per statement text. */
+  name: string | undefined;
 }
 
 export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache): FastWrite | undefined {
@@ -129,10 +137,10 @@ export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatc
   const order = frameOrder(batch);
   const { sessions, sessionOf } = assignSessions(batch, order, cache.sessions);
   if (sessions.relabels().length > 0) return undefined;
-  const statement = rowsStatement(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
+  const { statement, name } = rowsStatement(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
   const last = batch.frameSeq[order[frames - 1]!]!;
   const after = { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables };
-  return { basis: cache, after, frames, statement };
+  return { basis: cache, after, frames, statement, name };
 }
 
 /**
@@ -140,9 +148,9 @@ export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatc
  * lock as the transaction's upsert would; if another writer wrote since (the version moved), nothing
  * is written and undefined is returned (the caller takes the transactional path with fresh state).
  */
-export async function runFastWrite(db: Db, write: FastWrite): Promise<NarrowWriteResult | undefined> {
-  const result = await db.executeQuery(write.statement);
-  const row = result.rows[0]!;
+export async function runFastWrite(db: Db, target: NarrowTarget, write: FastWrite): Promise<NarrowWriteResult | undefined> {
+  const rows = write.name ? await runHot({ db, pool: target.pool }, write.name, write.statement) : (await db.executeQuery(write.statement)).rows;
+  const row = rows[0]!;
   if (!row.ok) return undefined;
   return { written: row.frames, duplicates: write.frames - row.frames, rows: row.frames, cache: write.after };
 }
@@ -202,7 +210,7 @@ function rowsStatement(
   sessionOf: Int32Array,
   maxFrameSeq: number,
   guardVersion: number | null,
-): CompiledQuery<{ frames: number; ok: boolean }> {
+): { statement: CompiledQuery<{ frames: number; ok: boolean }>; name: string | undefined } {
   const frames = batch.frames;
   // The common case, a stream appending frames above everything the dataset holds, is a plain
   // insert: the dataset's row lock keeps its other writers out until commit. Only redelivery (or a
@@ -212,7 +220,7 @@ function rowsStatement(
   const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
   const groups = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid);
   const changed = sessions.changed();
-  if (!target.binary) return rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
+  if (!target.binary) return { statement: rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db), name: undefined };
 
   const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${groups.map((g) => tables.get(g.layout.msgid)!.table).join(',')}`;
   const params: unknown[] = [last, target.datasetId];
@@ -221,22 +229,40 @@ function rowsStatement(
   params.push(target.datasetId, ...sessionParams(changed));
   // Only when onConflict is off is the frame count a parameter (the conflict path counts what it inserted).
   if (!onConflict) params.push(frames);
-  let text = STATEMENT_TEXT.get(shape);
-  if (text === undefined) {
+  let known = STATEMENT_TEXT.get(shape);
+  if (known === undefined) {
     const compiled = rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
     if (compiled.parameters.length !== params.length || compiled.parameters.some((p, i) => !sameParam(p, params[i]))) {
       throw new Error(`narrow statement parameters disagree with kysely's for shape ${shape}`);
     }
-    text = compiled.sql;
     if (STATEMENT_TEXT.size >= STATEMENT_TEXTS_KEPT) STATEMENT_TEXT.clear();
-    STATEMENT_TEXT.set(shape, text);
+    known = { text: compiled.sql, name: PREPARED_NAMES.get(shape), seen: 0 };
+    STATEMENT_TEXT.set(shape, known);
   }
-  return CompiledQuery.raw(text, params) as CompiledQuery<{ frames: number; ok: boolean }>;
+  known.seen++;
+  if (known.name === undefined && known.seen >= 2 && PREPARED_NAMES.size < PREPARED_SHAPES_MAX) {
+    // Named by its text's hash: a name always means one text (node-postgres's rule).
+    known.name = `sortie_narrow_${createHash('sha256').update(known.text).digest('hex').slice(0, 32)}`;
+    PREPARED_NAMES.set(shape, known.name);
+  }
+  return { statement: CompiledQuery.raw(known.text, params) as CompiledQuery<{ frames: number; ok: boolean }>, name: known.name };
 }
 
 /** Statement texts by shape; a stream's batches use a handful, every vehicle of a deployment a few hundred at most. */
-const STATEMENT_TEXT = new Map<string, string>();
+const STATEMENT_TEXT = new Map<string, { text: string; name: string | undefined; seen: number }>();
 const STATEMENT_TEXTS_KEPT = 1000;
+
+/**
+ * The shapes that run as prepared statements, by shape. A shape is the set of message tables a batch
+ * writes, so it repeats while a vehicle's message mix is steady and a batch holding a rare message makes
+ * one seen once: a shape is prepared the second time it is seen, so a one-off costs no plan kept on a
+ * connection. Each pooled connection keeps the plan of every named shape it ran until the pool closes it
+ * (about half a megabyte each for a batch of the SITL capture's message mix, measured with
+ * pg_backend_memory_contexts), so at most PREPARED_SHAPES_MAX shapes are ever named in a process (the
+ * first that repeat); others run unnamed, parsed and planned on every batch.
+ */
+const PREPARED_NAMES = new Map<string, string>();
+export const PREPARED_SHAPES_MAX = 32;
 
 function sameParam(a: unknown, b: unknown): boolean {
   return Buffer.isBuffer(a) && Buffer.isBuffer(b) ? a.equals(b) : a === b;
