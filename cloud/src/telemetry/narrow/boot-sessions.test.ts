@@ -94,6 +94,19 @@ describe('BootSessions', () => {
     expect(sessions.all()[0]).toMatchObject({ agentOffsetUs: T0 + 10, gpsOffsetUs: 41, gpsOffsetFrameSeq: 9, firstReceivedUs: T0, lastReceivedUs: received[2] });
   });
 
+  it('changes copies, never the sessions it was given (the writer keeps those as its cache until the write commits)', () => {
+    // Stop inside a reboot candidate, so the stored clock state holds nested arrays.
+    const first = new BootSessions([]);
+    for (const f of frames([100, 101, 102, 103, 10])) first.assign(f);
+    const stored = first.all();
+    expect(stored[0]!.clock?.candidate?.observed).toHaveLength(1);
+    const before = JSON.parse(JSON.stringify(stored));
+    const next = new BootSessions(stored);
+    for (const f of frames([11, 12, 13, 14], { firstSeq: 6 })) next.assign(f);
+    expect(next.all()).toHaveLength(2);
+    expect(JSON.parse(JSON.stringify(stored))).toEqual(before);
+  });
+
   it('gives the same labels, sessions and offsets whatever the split and however often parts are repeated (property)', () => {
     // Two components, reboots, strays and clockless frames: every split into in-order parts, each part
     // possibly repeating frames already delivered, ends in the same state as one delivery.

@@ -98,6 +98,18 @@ export interface Relabel {
   fromFrameSeq: number;
 }
 
+/**
+ * A deep copy of a stored session (the class changes its copies, never the caller's). Field by field:
+ * structuredClone, on every batch's sessions, was a fortieth of the ingest server's CPU.
+ */
+function copySession(s: BootSession): BootSession {
+  const clock = s.clock && {
+    recent: [...s.clock.recent],
+    candidate: s.clock.candidate && { ...s.clock.candidate, observed: [...s.clock.candidate.observed] },
+  };
+  return { ...s, clock };
+}
+
 export class BootSessions {
   readonly #byCompid = new Map<number, BootSession[]>();
   readonly #changed = new Set<BootSession>();
@@ -108,7 +120,7 @@ export class BootSessions {
   constructor(sessions: readonly BootSession[]) {
     const sorted = [...sessions].sort((a, b) => a.session - b.session);
     for (const stored of sorted) {
-      const copy: BootSession = structuredClone(stored);
+      const copy = copySession(stored);
       let list = this.#byCompid.get(copy.compid);
       if (!list) this.#byCompid.set(copy.compid, (list = []));
       list.push(copy);
