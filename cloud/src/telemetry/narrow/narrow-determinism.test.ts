@@ -236,6 +236,22 @@ describe('one session per real boot', () => {
     });
   }
 
+  it('a series reduced to a budget is made of stored samples, and keeps the extremes', async () => {
+    const frames = fixtureFrames('arduplane-sitl-vtol.tlog');
+    const dataset = await upload(fixturePoints(frames), [{ from: 0, to: frames.length, restart: false }]);
+    const read = (maxPoints: number) =>
+      queryNarrow(t.service.ctx.db, { datasetId: dataset.id, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints });
+    const [all] = await read(1_000_000);
+    const [reduced] = await read(200);
+    expect(reduced!.rawPoints).toBe(all!.samples.length);
+    expect(reduced!.samples.length).toBeLessThanOrEqual(200);
+    const stored = new Set(all!.samples.map((x) => `${x.t}:${x.v}`));
+    for (const x of reduced!.samples) expect(stored.has(`${x.t}:${x.v}`)).toBe(true);
+    const values = all!.samples.map((x) => x.v);
+    expect(reduced!.samples.some((x) => x.v === Math.min(...values))).toBe(true);
+    expect(reduced!.samples.some((x) => x.v === Math.max(...values))).toBe(true);
+  });
+
   it('two samples at one instant are both returned', async () => {
     // The same ATTITUDE sent twice (two frame_seq, one time_boot_ms): both are stored samples.
     const frames = px4LikeStream().frames.slice(0, 20);

@@ -106,35 +106,42 @@ async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource
 
 interface M4Row {
   n: number;
-  mn: number[];
-  mx: number[];
-  fst: number[];
-  lst: number[];
+  min_v: number;
+  min_t: number;
+  max_v: number;
+  max_t: number;
+  first_t: number;
+  first_v: number;
+  last_t: number;
+  last_v: number;
 }
 
 /**
  * M4 per bucket in SQL over aligned time: raw µs plus the row's session shift (alignment.ts). The
  * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
  * The rows are the message table's rows that hold the signal; the range is tested on aligned time.
+ * Each extreme is a (value, time) pair compared as an array, taken apart in SQL: nine plain float8
+ * columns parse in a fraction of the time of four array literals per bucket.
  */
 async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4[]> {
   const buckets = bucketsForBudget(query.maxPoints);
   const result = await sql<M4Row>`
     with r as materialized (${alignedRows(query, source, shifts)}),
-    w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r)
-    select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst
-    from r, w
-    group by floor((r.t - w.lo) / w.width)
-    order by floor((r.t - w.lo) / w.width)`.execute(db);
+    w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r),
+    b as (select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst,
+                 floor((r.t - w.lo) / w.width) as k
+          from r, w group by k)
+    select n, mn[1] as min_v, mn[2] as min_t, mx[1] as max_v, -mx[2] as max_t, fst[1] as first_t, fst[2] as first_v, lst[1] as last_t, lst[2] as last_v
+    from b order by k`.execute(db);
   return result.rows.map((row) => ({
     count: row.n,
-    minV: row.mn[0]!,
-    minT: row.mn[1]!,
-    maxV: row.mx[0]!,
-    maxT: -row.mx[1]!,
-    firstT: row.fst[0]!,
-    firstV: row.fst[1]!,
-    lastT: row.lst[0]!,
-    lastV: row.lst[1]!,
+    minV: row.min_v,
+    minT: row.min_t,
+    maxV: row.max_v,
+    maxT: row.max_t,
+    firstT: row.first_t,
+    firstV: row.first_v,
+    lastT: row.last_t,
+    lastV: row.last_v,
   }));
 }
