@@ -78,8 +78,6 @@ export interface BenchServer {
   child: ChildProcess;
   httpUrl: string;
   grpcPort: number;
-  /** Called with every JSON log line of the server. */
-  onLog: ((line: Record<string, unknown>) => void) | undefined;
   /** Peak resident set of the server process so far (VmHWM), in MB. */
   peakRssMb(): number;
   stop(): Promise<void>;
@@ -108,7 +106,6 @@ export async function startServerProcess(databaseUrl: string, logLevel = 'info',
     child,
     httpUrl: `http://127.0.0.1:${httpPort}`,
     grpcPort,
-    onLog: undefined,
     peakRssMb: () => {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
@@ -131,7 +128,6 @@ export async function startServerProcess(databaseUrl: string, logLevel = 'info',
         return;
       }
       if (typeof line.msg === 'string' && line.msg.includes('listening') && ++listening === 2) resolveReady();
-      server.onLog?.(line);
     });
   });
   await ready;
@@ -168,29 +164,62 @@ export async function registerWideDataset(base: string, key: string, experimentI
 }
 
 /**
- * Watches one timed phase of gRPC load on `server`: the batch latencies it logs (message decoded →
- * committed) and the CPU of the server, of its Postgres backends and of this process (the client).
+ * Watches one timed phase of gRPC load on `server`: its batch latencies (decoded batch handed to the
+ * writer → committed) from the server's own histogram, sortie_ingest_batch_duration_seconds, read from
+ * /metrics at both ends; and the CPU of the server, of its Postgres backends and of this process (the
+ * client). The server runs at its default log level: nothing is logged per batch.
  */
-export function measureServerLoad(server: BenchServer, databaseName: string) {
-  const latencies: number[] = [];
-  let measuring = true;
-  server.onLog = (line) => {
-    if (measuring && line.msg === 'telemetry batch written') latencies.push(Number(line.ms));
-  };
+export async function measureServerLoad(server: BenchServer, databaseName: string) {
+  const buckets0 = await batchDurationBuckets(server);
   const cpu0 = { server: processCpuMs(server.child.pid!), postgres: postgresCpuMs(databaseName), client: ownCpuMs() };
   return {
     /** Ends the phase: CPU per batch (ms) over its `batches`, and the latency percentiles (ms). */
-    finish(batches: number) {
-      measuring = false;
+    async finish(batches: number) {
       const cpu = {
         server: (processCpuMs(server.child.pid!) - cpu0.server) / batches,
         postgres: (postgresCpuMs(databaseName) - cpu0.postgres) / batches,
         client: (ownCpuMs() - cpu0.client) / batches,
       };
-      latencies.sort((a, b) => a - b);
-      return { cpu, p50: percentile(latencies, 50), p99: percentile(latencies, 99), latencyCount: latencies.length };
+      const buckets = await batchDurationBuckets(server);
+      const phase = buckets.map((b, i) => ({ le: b.le, count: b.count - (buckets0[i]?.count ?? 0) }));
+      const count = phase.at(-1)?.count ?? 0;
+      return { cpu, p50: histogramPercentile(phase, 50), p99: histogramPercentile(phase, 99), latencyCount: count };
     },
   };
+}
+
+/** The cumulative buckets (upper bound in ms, count) of the server's batch-duration histogram, all shapes summed. */
+async function batchDurationBuckets(server: BenchServer): Promise<Array<{ le: number; count: number }>> {
+  const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+  const byLe = new Map<number, number>();
+  for (const m of text.matchAll(/^sortie_ingest_batch_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+    const le = /le="([^"]+)"/.exec(m[1]!)![1]!;
+    const ms = le === '+Inf' ? Infinity : Number(le) * 1000;
+    byLe.set(ms, (byLe.get(ms) ?? 0) + Number(m[2]));
+  }
+  return [...byLe].map(([le, count]) => ({ le, count })).sort((a, b) => a.le - b.le);
+}
+
+/**
+ * The p-th percentile (ms) of cumulative histogram buckets, interpolated linearly within its bucket (as
+ * Prometheus's histogram_quantile does): exact to the bucket, which the histogram's bounds keep to
+ * 2.5 ms or finer up to 20 ms.
+ */
+export function histogramPercentile(buckets: ReadonlyArray<{ le: number; count: number }>, p: number): number {
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return NaN;
+  const rank = (p / 100) * total;
+  let lower = 0;
+  let below = 0;
+  for (const b of buckets) {
+    if (b.count >= rank) {
+      if (!Number.isFinite(b.le)) return lower;
+      return lower + ((b.le - lower) * (rank - below)) / Math.max(1, b.count - below);
+    }
+    lower = b.le;
+    below = b.count;
+  }
+  return lower;
 }
 
 export function percentile(sorted: readonly number[], p: number): number {

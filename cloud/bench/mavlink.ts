@@ -9,8 +9,9 @@
 //     frames (a dataset of its own, streamed untimed after the ingest phase; ≥ 1 hour of flight) to
 //     2,000 points: p50 and p99 over BENCH_QUERY_RUNS calls through the server's gRPC Query;
 //   - baselines: decode only (frame check + decode, this process, no database), and plain insert: the
-//     same rows (one per frame) written straight into copies of the message tables with the writer's
-//     own insert statement, prepared as the writer prepares its own (no gRPC, no decoding, no boot sessions, no table bookkeeping).
+//     same rows (one per frame) written straight into copies of the message tables, each stream into
+//     copies of its own dataset's, with the writer's own insert statement, prepared as the writer
+//     prepares its own (no gRPC, no decoding, no boot sessions, no table bookkeeping).
 // And the edge agent's side (edge-agent/bench/), with the agent's own code and defaults, printed after:
 //   - spool append (run first, while the database is quiet): the real Spool fed the capture's frames as
 //     the pipeline feeds it, group commit, for BENCH_SPOOL_SECONDS; baseline in the same run: one fsync
@@ -163,8 +164,8 @@ interface PreparedBatch {
 
 const BASELINE_TARGET: NarrowTarget = { datasetId: '00000000-0000-0000-0000-000000000000', arrays: binaryArrays, binary: true };
 
-/** The capture decoded once into the writer's own insert statement (one insert per message id, one statement per batch) into `baseline_m_<msgid>`. */
-function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, number>): PreparedBatch[] {
+/** The capture decoded once into the writer's own insert statement (one insert per message id, one statement per batch) into `<prefix>m_<msgid>`. */
+function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, number>, prefix: string): PreparedBatch[] {
   const sessions = new BootSessions([]);
   const out: PreparedBatch[] = [];
   for (let b = 0; b < frames.length; b += BATCH) {
@@ -175,7 +176,7 @@ function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, num
       sessions.assign({ frameSeq: seq, compid: batch.compid[f]!, receivedUs: batch.receivedUs[f]!, ...(Number.isFinite(batch.bootUs[f]!) && { bootUs: batch.bootUs[f]! }) }),
     );
     const groups = [...batch.groups.values()];
-    const inserts = groups.map((group, i) => sql`${sql.raw(`i${i}`)} as (${insertGroup(BASELINE_TARGET, { table: `baseline_m_${group.layout.msgid}`, rowType: rowTypes.get(group.layout.msgid)! }, batch, group, sessionOf, false)})`);
+    const inserts = groups.map((group, i) => sql`${sql.raw(`i${i}`)} as (${insertGroup(BASELINE_TARGET, { table: `${prefix}m_${group.layout.msgid}`, rowType: rowTypes.get(group.layout.msgid)! }, batch, group, sessionOf, false)})`);
     const compiled = sql`with ${sql.join(inserts)} select 1`.compile(db);
     const params = [...compiled.parameters];
     // Each insert's one parameter is its rows as an array of the table's row type, in group order.
@@ -186,7 +187,7 @@ function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, num
       group.frames.forEach((f, r) => (rows[r] = b + f));
       seqs.push({ param: i, rows });
     });
-    out.push({ frames: batch.frames, name: `baseline_${out.length}`, sql: compiled.sql, params, seqs });
+    out.push({ frames: batch.frames, name: `${prefix}${out.length}`, sql: compiled.sql, params, seqs });
   }
   return out;
 }
@@ -209,7 +210,9 @@ function withFrameSeqs(rowArray: Buffer, rows: Float64Array, base: number): Buff
   return buf;
 }
 
-async function baselinePhase(databaseUrl: string, databaseName: string, streams: number, prepared: PreparedBatch[]) {
+/** Each stream its own batches (prepared[s], into its own copies), as fast as they are taken. */
+async function baselinePhase(databaseUrl: string, databaseName: string, prepared: PreparedBatch[][]) {
+  const streams = prepared.length;
   const pool = new pg.Pool({ connectionString: databaseUrl, max: streams });
   // Connect first, so the backends exist (and are counted) from the first CPU reading to the last.
   const clients = await Promise.all(Array.from({ length: streams }, () => pool.connect()));
@@ -224,9 +227,8 @@ async function baselinePhase(databaseUrl: string, databaseName: string, streams:
     clients.map(async (client, s) => {
       let framesDone = 0;
       let batches = 0;
-      // Each stream its own frame_seq range (the copies are shared by the streams, as one dataset's tables would not be: keys must not collide).
-      for (let replay = s; performance.now() < deadline; replay += streams) {
-        for (const batch of prepared) {
+      for (let replay = 0; performance.now() < deadline; replay++) {
+        for (const batch of prepared[s]!) {
           if (performance.now() >= deadline) break;
           const params = [...batch.params];
           for (const { param, rows } of batch.seqs) params[param] = withFrameSeqs(params[param] as Buffer, rows, replay * frames.length + 1);
@@ -256,7 +258,7 @@ const nextReplay = new Map<string, number>();
 
 async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string, datasetIds: string[], server: BenchServer | null, databaseName: string, until: { seconds?: number; frames?: number }) {
   const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
-  const load = server && measureServerLoad(server, databaseName);
+  const load = server && (await measureServerLoad(server, databaseName));
   const started = performance.now();
   const deadline = until.seconds === undefined ? Infinity : started + until.seconds * 1000;
   const results = await Promise.all(
@@ -286,7 +288,7 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
   );
   const elapsed = (performance.now() - started) / 1000;
   const batches = results.reduce((n, r) => n + r.batches, 0);
-  const measured = load?.finish(batches);
+  const measured = await load?.finish(batches);
   session.close();
   return { frames: results.reduce((n, r) => n + r.sent, 0), expectedSamples: results.reduce((n, r) => n + r.expectedSamples, 0), elapsed, batches, measured };
 }
@@ -375,17 +377,26 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   const query = QUERY_FRAMES > 0 ? await queryPhase(`http://127.0.0.1:${server.grpcPort}`, apiKey, queried) : null;
   await server.stop();
 
-  // Baseline: copies of the message tables (same columns, same key), emptied; a fresh checkpoint.
-  const tables = await admin.query<{ msgid: number; table_name: string }>('select msgid, table_name from narrow_message_tables where dataset_id = $1::uuid', [datasetIds[0]]);
-  for (const t of tables.rows) await admin.query(`create table "baseline_m_${t.msgid}" (like "${t.table_name}" including all)`);
+  // Baseline: copies of each dataset's message tables (same columns, same key), emptied; a fresh
+  // checkpoint. Each stream writes its own copies, as each gRPC stream wrote its own dataset's tables: the
+  // same tables, rows and statement shapes (so as many shapes to prepare) as the writer had.
+  const copies: Array<Array<{ msgid: number; copy: string }>> = [];
+  for (let s = 0; s < STREAMS; s++) {
+    const tables = await admin.query<{ msgid: number; table_name: string }>('select msgid, table_name from narrow_message_tables where dataset_id = $1::uuid', [datasetIds[s]]);
+    copies.push(tables.rows.map((t) => ({ msgid: t.msgid, copy: `baseline_${s}_m_${t.msgid}` })));
+    for (const t of tables.rows) await admin.query(`create table "baseline_${s}_m_${t.msgid}" (like "${t.table_name}" including all)`);
+  }
   const all = await admin.query<{ table_name: string }>('select table_name from narrow_message_tables');
   for (const t of all.rows) await admin.query(`truncate "${t.table_name}"`);
   await admin.query('checkpoint');
-  const rowTypes = new Map<number, number>();
-  for (const t of tables.rows) rowTypes.set(t.msgid, (await admin.query<{ o: number }>(`select '"baseline_m_${t.msgid}"'::regtype::oid::int8::float8 as o`)).rows[0]!.o);
-  const prepared = prepareBaseline(handle.db, rowTypes);
-  const base = await baselinePhase(database.url, database.name, STREAMS, prepared);
-  for (const t of tables.rows) await admin.query(`drop table "baseline_m_${t.msgid}"`);
+  const prepared: PreparedBatch[][] = [];
+  for (const [s, tables] of copies.entries()) {
+    const rowTypes = new Map<number, number>();
+    for (const t of tables) rowTypes.set(t.msgid, (await admin.query<{ o: number }>(`select '"${t.copy}"'::regtype::oid::int8::float8 as o`)).rows[0]!.o);
+    prepared.push(prepareBaseline(handle.db, rowTypes, `baseline_${s}_`));
+  }
+  const base = await baselinePhase(database.url, database.name, prepared);
+  for (const t of copies.flat()) await admin.query(`drop table "${t.copy}"`);
   await admin.end();
 
   const grpcFps = grpc.frames / grpc.elapsed;
@@ -393,7 +404,7 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   const bytesPerFrame = stored.bytes / stored.rows;
   const m = grpc.measured!;
   console.log(`gRPC StreamSubmit : ${fmt(grpcFps)} frames/s, ${fmt(grpc.expectedSamples / grpc.elapsed)} samples/s (${fmt(grpc.frames)} frames in ${grpc.elapsed.toFixed(1)} s), decoded and stored, one row per frame`);
-  console.log(`  batch latency   : p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms over ${grpc.batches} messages (server: message decoded → committed)`);
+  console.log(`  batch latency   : p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms over ${grpc.batches} messages (server's histogram: decoded batch handed to the writer → committed)`);
   console.log(`  server peak RSS : ${rss.toFixed(0)} MB; boot sessions: ${sessions.rows[0]!.n} for ${STREAMS} dataset(s) (one continuous flight each)`);
   console.log(`storage           : ${bytesPerFrame.toFixed(1)} bytes per stored frame (${(stored.bytes / 2 ** 20).toFixed(1)} MiB total relation size of ${stored.tables} message tables incl. indexes and TOAST, + sessions and table list; ${fmt(stored.rows)} frames)`);
   console.log(`baseline, decode  : ${fmt(decode.frames / decode.elapsed)} frames/s, ${fmt(decode.samples / decode.elapsed)} samples/s (frame check + decode, one core, no database)`);
@@ -550,7 +561,7 @@ const spool = PHASES.has('spool') ? await spoolAppendPhase(capture, { seconds: S
 let catchUp: CatchUpRun | null = null;
 if (PHASES.has('server') || PHASES.has('catchup')) {
   const database = await createTestDatabase();
-  const server = await startServerProcess(database.url, 'debug');
+  const server = await startServerProcess(database.url);
   const { apiKey, handle } = await createOrgAndKey(database.url);
   /** The cloud that comes back after the outage (set by the catch-up phase). */
   const afterOutage: { server: BenchServer | null } = { server: null };

@@ -104,6 +104,8 @@ describe('Metrics', () => {
     expect(valueOf(samples, 'sortie_ingest_points_total', { result: 'duplicate' })).toBe(3);
     expect(valueOf(samples, 'sortie_ingest_points_total', { result: 'ignored' })).toBe(2);
     expect(valueOf(samples, 'sortie_ingest_batches_total', { transport: 'grpc', shape: 'wide' })).toBe(2);
+    // One duration per write that wrote something, as for the batch count.
+    expect(valueOf(samples, 'sortie_ingest_batch_duration_seconds_count', { transport: 'grpc', shape: 'wide' })).toBe(2);
   });
 
   it('includes the process metrics under the sortie_ prefix', async () => {

@@ -40,6 +40,7 @@ export class Metrics {
   readonly #httpDuration: Histogram<'method' | 'route'>;
   readonly #ingestPoints: Counter<'transport' | 'shape' | 'result'>;
   readonly #ingestBatches: Counter<'transport' | 'shape'>;
+  readonly #ingestBatchDuration: Histogram<'transport' | 'shape'>;
   readonly #deliveries: Counter<'outcome'>;
   readonly #deliveryDuration: Histogram<'outcome'>;
   readonly #acks: Counter<'outcome'>;
@@ -73,6 +74,13 @@ export class Metrics {
       name: 'sortie_ingest_batches_total',
       help: 'Bulk writes of telemetry (one per Submit, StreamSubmit flush or HTTP append), by transport and storage shape',
       labelNames: ['transport', 'shape'],
+      registers,
+    });
+    this.#ingestBatchDuration = new Histogram({
+      name: 'sortie_ingest_batch_duration_seconds',
+      help: 'Time from a decoded batch handed to the database writer to its rows committed (the wait behind the write before it included), by transport and storage shape',
+      labelNames: ['transport', 'shape'],
+      buckets: [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.0175, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
     this.#deliveries = new Counter({
@@ -118,6 +126,11 @@ export class Metrics {
     if (counts.duplicates > 0) this.#ingestPoints.inc({ transport, shape, result: 'duplicate' }, counts.duplicates);
     if (counts.ignored > 0) this.#ingestPoints.inc({ transport, shape, result: 'ignored' }, counts.ignored);
     if (batches > 0) this.#ingestBatches.inc({ transport, shape }, batches);
+  }
+
+  /** One bulk write committed, `seconds` after its batch was handed to the writer. */
+  ingestBatchWritten(transport: IngestTransport, shape: IngestShape, seconds: number): void {
+    this.#ingestBatchDuration.observe({ transport, shape }, seconds);
   }
 
   /** One look at a delivery job; `postSeconds` when a POST was made. */

@@ -2,9 +2,10 @@ import type { SinkCounts, TelemetrySink } from './sink.ts';
 import type { IngestShape, IngestTransport, Metrics } from '../../platform/metrics.ts';
 
 /**
- * A sink that reports what it wrote after every flush (one bulk write: one batch) and whatever else it
- * counted (ignored points, staged without a write) when its totals are read at the end of a call.
- * Reporting differences of the sink's running totals keeps the hot path at one update per write.
+ * A sink that reports what it wrote after every flush (one bulk write: one batch, and how long it took
+ * to commit) and whatever else it counted (ignored points, staged without a write) when its totals are
+ * read at the end of a call. Reporting differences of the sink's running totals keeps the hot path at
+ * one update per write.
  */
 export function countedSink(sink: TelemetrySink, metrics: Metrics, transport: IngestTransport, shape: IngestShape): TelemetrySink {
   let reported = { written: 0, duplicates: 0, ignored: 0 };
@@ -23,8 +24,10 @@ export function countedSink(sink: TelemetrySink, metrics: Metrics, transport: In
     },
     stage: (source, locate) => sink.stage(source, locate),
     flush: async () => {
+      const started = performance.now();
       const result = await sink.flush();
       report(sink.counts(), result.points > 0 ? 1 : 0);
+      if (result.points > 0) metrics.ingestBatchWritten(transport, shape, (performance.now() - started) / 1000);
       return result;
     },
     counts: () => {
