@@ -154,8 +154,6 @@ function decodeOnly(seconds: number): { frames: number; samples: number; elapsed
 
 interface PreparedBatch {
   frames: number;
-  /** A prepared statement's name (db/prepared.ts), used as the writer uses its own: from the second run, for at most PREPARED_SHAPES_MAX statements. */
-  name: string;
   sql: string;
   params: unknown[];
   /** Per message id of the batch: which parameter is its row array, and the capture index of each row. */
@@ -175,19 +173,30 @@ function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, num
     const sessionOf = batch.frameSeq.map((seq, f) =>
       sessions.assign({ frameSeq: seq, compid: batch.compid[f]!, receivedUs: batch.receivedUs[f]!, ...(Number.isFinite(batch.bootUs[f]!) && { bootUs: batch.bootUs[f]! }) }),
     );
-    const groups = [...batch.groups.values()];
-    const inserts = groups.map((group, i) => sql`${sql.raw(`i${i}`)} as (${insertGroup(BASELINE_TARGET, { table: `${prefix}m_${group.layout.msgid}`, rowType: rowTypes.get(group.layout.msgid)! }, batch, group, sessionOf, false)})`);
+    // As the writer builds its statement: every table of the dataset in msgid order, an empty array for a
+    // message type the batch does not carry, so every batch has the same text.
+    const msgids = [...rowTypes.keys()].sort((a, b) => a - b);
+    const inserts = msgids.map((msgid, i) => {
+      const group = batch.groups.get(msgid);
+      const table = `${prefix}m_${msgid}`;
+      const insert = group
+        ? insertGroup(BASELINE_TARGET, { table, rowType: rowTypes.get(msgid)! }, batch, group, sessionOf, false)
+        : sql`insert into ${sql.table(table)} select * from unnest(${'{}'}::${sql.table(table)}[])`;
+      return sql`${sql.raw(`i${i}`)} as (${insert})`;
+    });
     const compiled = sql`with ${sql.join(inserts)} select 1`.compile(db);
     const params = [...compiled.parameters];
-    // Each insert's one parameter is its rows as an array of the table's row type, in group order.
+    // Each insert's one parameter is its rows as an array of the table's row type, in msgid order.
     const seqs: PreparedBatch['seqs'] = [];
-    if (params.length !== groups.length) throw new Error(`baseline: ${params.length} parameters for ${groups.length} message ids`);
-    groups.forEach((group, i) => {
+    if (params.length !== msgids.length) throw new Error(`baseline: ${params.length} parameters for ${msgids.length} tables`);
+    msgids.forEach((msgid, i) => {
+      const group = batch.groups.get(msgid);
+      if (!group) return;
       const rows = new Float64Array(group.frames.length);
       group.frames.forEach((f, r) => (rows[r] = b + f));
       seqs.push({ param: i, rows });
     });
-    out.push({ frames: batch.frames, name: `${prefix}${out.length}`, sql: compiled.sql, params, seqs });
+    out.push({ frames: batch.frames, sql: compiled.sql, params, seqs });
   }
   return out;
 }
@@ -219,10 +228,10 @@ async function baselinePhase(databaseUrl: string, databaseName: string, prepared
   const cpu0 = { postgres: postgresCpuMs(databaseName), client: ownCpuMs() };
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
-  // The writer's policy for prepared statements (narrow-writer.ts): a statement runs prepared from the
-  // second time it is seen, and at most PREPARED_SHAPES_MAX statements ever are.
-  const seen = new Map<PreparedBatch, number>();
-  const named = new Set<PreparedBatch>();
+  // The writer's policy for prepared statements (narrow-writer.ts): a statement text runs prepared from the
+  // second time it is seen, and at most PREPARED_SHAPES_MAX texts ever are.
+  const seen = new Map<string, number>();
+  const names = new Map<string, string>();
   const results = await Promise.all(
     clients.map(async (client, s) => {
       let framesDone = 0;
@@ -232,10 +241,11 @@ async function baselinePhase(databaseUrl: string, databaseName: string, prepared
           if (performance.now() >= deadline) break;
           const params = [...batch.params];
           for (const { param, rows } of batch.seqs) params[param] = withFrameSeqs(params[param] as Buffer, rows, replay * frames.length + 1);
-          const times = (seen.get(batch) ?? 0) + 1;
-          seen.set(batch, times);
-          if (times >= 2 && named.size < PREPARED_SHAPES_MAX) named.add(batch);
-          await (named.has(batch) ? client.query({ name: batch.name, text: batch.sql, values: params }) : client.query(batch.sql, params));
+          const times = (seen.get(batch.sql) ?? 0) + 1;
+          seen.set(batch.sql, times);
+          if (times >= 2 && !names.has(batch.sql) && names.size < PREPARED_SHAPES_MAX) names.set(batch.sql, `baseline_${names.size}`);
+          const name = names.get(batch.sql);
+          await (name ? client.query({ name, text: batch.sql, values: params }) : client.query(batch.sql, params));
           framesDone += batch.frames;
           batches++;
         }

@@ -218,20 +218,28 @@ function rowsStatement(
   const first = batch.frameSeq[order[0]!]!;
   const last = batch.frameSeq[order[frames - 1]!]!;
   const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
-  const groups = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid);
   const changed = sessions.changed();
-  if (!target.binary) return { statement: rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db), name: undefined };
+  if (!target.binary) {
+    const slots = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid).map((group) => ({ table: tables.get(group.layout.msgid)!, group }));
+    return { statement: rowsTree(target, batch, slots, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db), name: undefined };
+  }
 
-  const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${groups.map((g) => tables.get(g.layout.msgid)!.table).join(',')}`;
+  // With node-postgres every table of the dataset gets its insert, an empty array for a message type the
+  // batch does not carry: the statement's shape is then the dataset's table set, not the batch's message
+  // mix, so it repeats batch after batch and runs prepared (a rare message no longer makes a new shape).
+  // An empty insert costs PostgreSQL ~15 µs; planning the statement again costs milliseconds.
+  const everyTable = datasetTables(tables);
+  const slots = everyTable.list.map((table) => ({ table, group: batch.groups.get(table.msgid) }));
+  const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${everyTable.key}`;
   const params: unknown[] = [last, target.datasetId];
   if (guardVersion !== null) params.push(guardVersion);
-  for (const group of groups) params.push(binaryRows(tables.get(group.layout.msgid)!, batch, group, sessionOf));
+  for (const { table, group } of slots) params.push(group ? binaryRows(table, batch, group, sessionOf) : EMPTY_ROWS);
   params.push(target.datasetId, ...sessionParams(changed));
   // Only when onConflict is off is the frame count a parameter (the conflict path counts what it inserted).
   if (!onConflict) params.push(frames);
   let known = STATEMENT_TEXT.get(shape);
   if (known === undefined) {
-    const compiled = rowsTree(target, batch, groups, tables, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
+    const compiled = rowsTree(target, batch, slots, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
     if (compiled.parameters.length !== params.length || compiled.parameters.some((p, i) => !sameParam(p, params[i]))) {
       throw new Error(`narrow statement parameters disagree with kysely's for shape ${shape}`);
     }
@@ -264,6 +272,22 @@ const STATEMENT_TEXTS_KEPT = 1000;
 const PREPARED_NAMES = new Map<string, string>();
 export const PREPARED_SHAPES_MAX = 32;
 
+/** A table's rows when the batch has none: an empty array literal, sent as text. */
+const EMPTY_ROWS = '{}';
+
+/** The dataset's tables in msgid order, and their names as one key; kept per tables map (a cache's map lives for many batches). */
+const TABLE_LISTS = new WeakMap<ReadonlyMap<number, MessageTable>, { list: MessageTable[]; key: string }>();
+function datasetTables(tables: ReadonlyMap<number, MessageTable>): { list: MessageTable[]; key: string } {
+  let known = TABLE_LISTS.get(tables);
+  // A map gains tables only inside the transaction that makes them, before its statement; the size check keeps a list from going stale all the same.
+  if (!known || known.list.length !== tables.size) {
+    const list = [...tables.values()].sort((a, b) => a.msgid - b.msgid);
+    known = { list, key: list.map((t) => t.table).join(',') };
+    TABLE_LISTS.set(tables, known);
+  }
+  return known;
+}
+
 function sameParam(a: unknown, b: unknown): boolean {
   return Buffer.isBuffer(a) && Buffer.isBuffer(b) ? a.equals(b) : a === b;
 }
@@ -272,8 +296,7 @@ function sameParam(a: unknown, b: unknown): boolean {
 function rowsTree(
   target: NarrowTarget,
   batch: NarrowBatch,
-  groups: readonly MessageGroup[],
-  tables: ReadonlyMap<number, MessageTable>,
+  slots: ReadonlyArray<{ table: MessageTable; group: MessageGroup | undefined }>,
   changed: readonly BootSession[],
   sessionOf: Int32Array,
   last: number,
@@ -283,9 +306,11 @@ function rowsTree(
 ): RawBuilder<{ frames: number; ok: boolean }> {
   const guard = guardVersion === null ? undefined : sql`exists (select 1 from v)`;
   // Without conflicts every frame is new, so only the conflict path counts what it inserted (a frame is one row of one table).
-  const inserts = groups.map((group, i) => {
+  const inserts = slots.map(({ table, group }, i) => {
     const name = sql.raw(`i${i}`);
-    const insert = insertGroup(target, tables.get(group.layout.msgid)!, batch, group, sessionOf, onConflict, guard);
+    const insert = group
+      ? insertGroup(target, table, batch, group, sessionOf, onConflict, guard)
+      : sql`insert into ${sql.table(table.table)} select * from unnest(${EMPTY_ROWS}::${sql.table(table.table)}[]) ${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
     return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
   });
   const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
