@@ -261,16 +261,17 @@ const STATEMENT_TEXT = new Map<string, { text: string; name: string | undefined;
 const STATEMENT_TEXTS_KEPT = 1000;
 
 /**
- * The shapes that run as prepared statements, by shape. A shape is the set of message tables a batch
- * writes, so it repeats while a vehicle's message mix is steady and a batch holding a rare message makes
- * one seen once: a shape is prepared the second time it is seen, so a one-off costs no plan kept on a
- * connection. Each pooled connection keeps the plan of every named shape it ran until the pool closes it
- * (about half a megabyte each for a batch of the SITL capture's message mix, measured with
- * pg_backend_memory_contexts), so at most PREPARED_SHAPES_MAX shapes are ever named in a process (the
- * first that repeat); others run unnamed, parsed and planned on every batch.
+ * The shapes that run as prepared statements, by shape. A shape is the dataset's table set (with conflict
+ * handling and guard), so a steady stream repeats one; a new message type makes a new one, which may be
+ * seen only once: a shape is prepared the second time it is seen, so a one-off keeps no plan on a
+ * connection. Each pooled connection keeps the plan of every named shape it ran until the pool closes it:
+ * 1.85 MB for a dataset of 37 tables, measured with pg_backend_memory_contexts. So at most
+ * PREPARED_SHAPES_MAX shapes are ever named in a process (the first that repeat; two or three per
+ * streaming vehicle), bounding that to ~30 MB per connection; the others run unnamed, parsed and
+ * planned on every batch.
  */
 const PREPARED_NAMES = new Map<string, string>();
-export const PREPARED_SHAPES_MAX = 32;
+export const PREPARED_SHAPES_MAX = 16;
 
 /** A table's rows when the batch has none: an empty array literal, sent as text. */
 const EMPTY_ROWS = '{}';
