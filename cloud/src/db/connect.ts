@@ -16,6 +16,14 @@ export type Db = Kysely<Database>;
 /** How long opening one pooled connection to PostgreSQL may take. */
 export const CONNECT_TIMEOUT_MS = 5000;
 
+/**
+ * How long a pooled connection lives before the pool replaces it (at its next release). Prepared
+ * statements live as long as their connection, so this bounds how long the plans of a MAVLink stream
+ * that ended stay in PostgreSQL's memory (telemetry/narrow/prepared-shapes.ts); a new connection every
+ * five minutes costs nothing measurable.
+ */
+export const POOL_CONNECTION_LIFETIME_S = 300;
+
 export interface DatabaseHandle {
   db: Db;
   /** 'postgres' for a server, 'pglite' for the embedded default. */
@@ -41,6 +49,7 @@ export async function openDatabase(options: {
       // A server that accepts the TCP connection but never answers (stopping, overloaded, a half-open
       // network path) fails the request after this long (503 unavailable) instead of holding it.
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      maxLifetimeSeconds: POOL_CONNECTION_LIFETIME_S,
       // Notice a peer that vanished without closing (a failed-over host): the kernel probes idle sockets.
       keepAlive: true,
     });

@@ -1,8 +1,7 @@
 import { CompiledQuery, sql, type RawBuilder } from 'kysely';
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Executor } from '../../db/executor.ts';
-import type { Db } from '../../db/connect.ts';
+import { POOL_CONNECTION_LIFETIME_S, type Db } from '../../db/connect.ts';
 import { runHot } from '../../db/prepared.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
@@ -10,6 +9,7 @@ import { BootSessions, type BootSession, type FrameClock } from './boot-sessions
 import { binaryRowArray, textColumn } from './column-arrays.ts';
 import { ensureMessageTables, loadMessageTables, quoteIdent, SOURCE_CODE, SQL_TYPE, type MessageTable } from './message-tables.ts';
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
+import { PreparedShapes } from './prepared-shapes.ts';
 import { loadBootSessions } from './session-store.ts';
 import { timestamptzArray } from './sql-timestamps.ts';
 
@@ -244,34 +244,21 @@ function rowsStatement(
       throw new Error(`narrow statement parameters disagree with kysely's for shape ${shape}`);
     }
     if (STATEMENT_TEXT.size >= STATEMENT_TEXTS_KEPT) STATEMENT_TEXT.clear();
-    known = { text: compiled.sql, name: PREPARED_NAMES.get(shape), seen: 0 };
+    known = compiled.sql;
     STATEMENT_TEXT.set(shape, known);
   }
-  known.seen++;
-  if (known.name === undefined && known.seen >= 2 && PREPARED_NAMES.size < PREPARED_SHAPES_MAX) {
-    // Named by its text's hash: a name always means one text (node-postgres's rule).
-    known.name = `sortie_narrow_${createHash('sha256').update(known.text).digest('hex').slice(0, 32)}`;
-    PREPARED_NAMES.set(shape, known.name);
-  }
-  return { statement: CompiledQuery.raw(known.text, params) as CompiledQuery<{ frames: number; ok: boolean }>, name: known.name };
+  // Only the fast path runs prepared: the transactional one must run on its transaction's connection.
+  const name = guardVersion === null ? undefined : PREPARED.use(shape, known);
+  return { statement: CompiledQuery.raw(known, params) as CompiledQuery<{ frames: number; ok: boolean }>, name };
 }
 
-/** Statement texts by shape; a stream's batches use a handful, every vehicle of a deployment a few hundred at most. */
-const STATEMENT_TEXT = new Map<string, { text: string; name: string | undefined; seen: number }>();
+/** Statement texts by shape: a dataset has one per table set it has had (× conflict handling, guard). */
+const STATEMENT_TEXT = new Map<string, string>();
 const STATEMENT_TEXTS_KEPT = 1000;
 
-/**
- * The shapes that run as prepared statements, by shape. A shape is the dataset's table set (with conflict
- * handling and guard), so a steady stream repeats one; a new message type makes a new one, which may be
- * seen only once: a shape is prepared the second time it is seen, so a one-off keeps no plan on a
- * connection. Each pooled connection keeps the plan of every named shape it ran until the pool closes it:
- * 1.85 MB for a dataset of 37 tables, measured with pg_backend_memory_contexts. So at most
- * PREPARED_SHAPES_MAX shapes are ever named in a process (the first that repeat; two or three per
- * streaming vehicle), bounding that to ~30 MB per connection; the others run unnamed, parsed and
- * planned on every batch.
- */
-const PREPARED_NAMES = new Map<string, string>();
+/** Shapes named at once: ~2 per streaming vehicle, at most 1.85 MB of plan each per connection (prepared-shapes.ts). */
 export const PREPARED_SHAPES_MAX = 16;
+const PREPARED = new PreparedShapes({ max: PREPARED_SHAPES_MAX, lifetimeMs: POOL_CONNECTION_LIFETIME_S * 1000 });
 
 /** A table's rows when the batch has none: an empty array literal, sent as text. */
 const EMPTY_ROWS = '{}';
