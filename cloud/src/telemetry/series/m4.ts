@@ -17,6 +17,36 @@ export interface M4 {
   maxV: number;
 }
 
+/**
+ * An M4 bucket as the queries select it: the (value, time) extremes are compared as arrays in SQL and
+ * taken apart there, so nine float8 scalars cross the wire (cheaper to send and to parse than arrays).
+ */
+export interface M4Columns {
+  n: number;
+  min_v: number;
+  min_t: number;
+  max_v: number;
+  max_t: number;
+  first_t: number;
+  first_v: number;
+  last_t: number;
+  last_v: number;
+}
+
+export function m4FromColumns(row: M4Columns): M4 {
+  return {
+    count: row.n,
+    minV: row.min_v,
+    minT: row.min_t,
+    maxV: row.max_v,
+    maxT: row.max_t,
+    firstT: row.first_t,
+    firstV: row.first_v,
+    lastT: row.last_t,
+    lastV: row.last_v,
+  };
+}
+
 /** Compare two doubles the way PostgreSQL does: NaN equals NaN and is greater than everything else. */
 export function compareF8(a: number, b: number): number {
   const aNaN = Number.isNaN(a);

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/executor.ts';
 import { ApiError, notFound } from '../../http/api-error.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
-import { mergeM4, type M4 } from '../series/m4.ts';
+import { m4FromColumns, mergeM4, type M4, type M4Columns } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
@@ -75,17 +75,8 @@ async function querySeries(db: Executor, query: WideQuery, column: WideColumnInf
   return { samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints };
 }
 
-interface M4Row {
+interface M4Row extends M4Columns {
   qb: number;
-  n: number;
-  min_v: number;
-  min_t: number;
-  max_v: number;
-  max_t: number;
-  first_t: number;
-  first_v: number;
-  last_t: number;
-  last_v: number;
 }
 
 /**
@@ -127,17 +118,7 @@ async function m4Buckets(db: Executor, query: WideQuery, column: WideColumnInfo,
     from (${sql.join(parts, sql` union all `)}) as m`.execute(db);
   const byBucket = new Map<number, M4>();
   for (const row of result.rows) {
-    const m4: M4 = {
-      count: row.n,
-      minV: row.min_v,
-      minT: row.min_t,
-      maxV: row.max_v,
-      maxT: row.max_t,
-      firstT: row.first_t,
-      firstV: row.first_v,
-      lastT: row.last_t,
-      lastV: row.last_v,
-    };
+    const m4 = m4FromColumns(row);
     const known = byBucket.get(row.qb);
     if (known) mergeM4(known, m4);
     else byBucket.set(row.qb, m4);
