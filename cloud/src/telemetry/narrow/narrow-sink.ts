@@ -4,7 +4,7 @@ import type { DatasetRow } from '../../db/schema.ts';
 import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { forEachFramePoint } from './frame-points.ts';
-import { NarrowBatch } from './narrow-batch.ts';
+import { GroupPool, NarrowBatch } from './narrow-batch.ts';
 import { prepareFastWrite, runFastWrite, writeInTransaction, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
 
 /**
@@ -21,6 +21,7 @@ import { prepareFastWrite, runFastWrite, writeInTransaction, type NarrowTarget, 
 class NarrowSink implements TelemetrySink {
   readonly #ctx: AppContext;
   readonly #target: NarrowTarget;
+  readonly #pool = new GroupPool();
   #batch: NarrowBatch;
   /** The cache the last completed write left. */
   #cache: SessionCache | undefined;
@@ -36,7 +37,7 @@ class NarrowSink implements TelemetrySink {
   constructor(ctx: AppContext, target: NarrowTarget, sysid: number | undefined) {
     this.#ctx = ctx;
     this.#target = target;
-    this.#batch = new NarrowBatch(sysid);
+    this.#batch = new NarrowBatch(sysid, this.#pool);
   }
 
   get staged(): number {
@@ -60,7 +61,7 @@ class NarrowSink implements TelemetrySink {
 
   flush(): Promise<{ points: number; rows: number }> {
     const batch = this.#batch;
-    this.#batch = new NarrowBatch(batch.sysid);
+    this.#batch = new NarrowBatch(batch.sysid, this.#pool);
     const flush = ++this.#flushes;
     const db = this.#ctx.db;
     const early = this.#expected && prepareFastWrite(db, this.#target, batch, this.#expected);
@@ -76,7 +77,10 @@ class NarrowSink implements TelemetrySink {
         if (flush === this.#flushes) this.#expected = result.cache;
         this.#written += result.written;
         this.#duplicates += result.duplicates;
-        return { points: batch.frames, rows: result.rows };
+        const points = batch.frames;
+        // Committed, and its statement built: nothing reads the batch again, so its groups serve the next ones.
+        this.#pool.give(batch);
+        return { points, rows: result.rows };
       } catch (error) {
         this.#expected = undefined;
         throw error;
