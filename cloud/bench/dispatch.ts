@@ -5,6 +5,9 @@
  *
  * Phase 1, latency: dispatches at a steady 200/s (open loop) → dispatch request latency and
  *   dispatch-to-receipt latency (dispatch sent → the receiver has the POST), p50/p99.
+ * Phase 1's floor, same run: the same load on the least any dispatch service does (dispatch-floor.ts:
+ *   one durable statement, the answer, the POST, a batched attempt row, in a process of its own), so
+ *   the cloud's CPU per dispatch can be read against what this machine charges today for that much.
  * Phase 2, throughput: commands fanned out to 10 endpoints, dispatched as fast as the API takes them →
  *   sustained deliveries/s at the receiver.
  * Baseline, same run: a bare undici POST loop (keep-alive, same concurrency, same body size) to the
@@ -39,6 +42,7 @@ import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
 import { startServiceChild } from '../src/testing/service-child.ts';
 import { runDeliveryFloor } from './delivery-floor.ts';
+import { startDispatchFloor } from './dispatch-floor.ts';
 import { ownCpuMs, processCpuMs, startFlags } from './bench-env.ts';
 import { PostgresCpuMeter } from './postgres-cpu.ts';
 
@@ -217,18 +221,19 @@ function readStatements(): { at: number; counts: Record<string, number> } | unde
  * the NATS server, this process (driver + receiver); and the cloud's statements (each one round trip).
  * `per(count)` ends the phase and divides by `count` (dispatches or deliveries).
  */
-async function startMeasuring() {
+async function startMeasuring(service: { pid: number; countsStatements: boolean } = { pid: child.process.pid!, countsStatements: true }) {
   const postgres = new PostgresCpuMeter(testDb.name);
-  const statements = await statementsNow();
+  const statementsNowIfCounted = async (): Promise<Record<string, number>> => (service.countsStatements ? statementsNow() : {});
+  const statements = await statementsNowIfCounted();
   postgres.start();
-  const cpu = { cloud: processCpuMs(child.process.pid!), nats: natsCpuByPid(), bench: ownCpuMs() };
+  const cpu = { cloud: processCpuMs(service.pid), nats: natsCpuByPid(), bench: ownCpuMs() };
   return {
     async per(count: number) {
-      const after = { cloud: processCpuMs(child.process.pid!), nats: natsCpuByPid(), bench: ownCpuMs() };
+      const after = { cloud: processCpuMs(service.pid), nats: natsCpuByPid(), bench: ownCpuMs() };
       const pg = postgres.stop();
       const f = (x: number) => Number((x / count).toFixed(3));
       const r = { cloud: f(after.cloud - cpu.cloud), postgres: f(pg.database), nats: f(natsDelta(cpu.nats, after.nats)), bench: f(after.bench - cpu.bench) };
-      const statementsAfter = await statementsNow();
+      const statementsAfter = await statementsNowIfCounted();
       const byShape = Object.entries(statementsAfter)
         .map(([shape, n]) => [shape, n - (statements[shape] ?? 0)] as const)
         .filter(([, n]) => n > 0)
@@ -250,35 +255,71 @@ async function waitUntil(check: () => boolean, timeoutMs: number) {
   while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
 }
 
+/**
+ * Dispatches the first ids.length − 200 of `ids` open-loop at PHASE1_RATE (the last 200 first, as a
+ * warm-up: connections, prepared plans, JIT), waits for every receipt, and returns the request and
+ * dispatch → receipt latencies and every party's CPU per dispatch.
+ */
+async function latencyPhase(send: (commandId: string) => Promise<number>, ids: string[], measure: () => ReturnType<typeof startMeasuring>) {
+  const total = ids.length - 200;
+  for (const id of ids.slice(total)) await send(id);
+  await waitUntil(() => ids.slice(total).every((id) => receipts.has(id)), 10_000);
+  const sentAt = new Map<string, number>();
+  const requestMs: number[] = [];
+  const cpu = await measure();
+  const start = now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / PHASE1_RATE;
+    const wait = due - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const id = ids[i]!;
+    sentAt.set(id, now());
+    inflight.push(send(id).then((t) => void requestMs.push(t)));
+  }
+  await Promise.all(inflight);
+  await waitUntil(() => ids.slice(0, total).every((id) => receipts.has(id)), 30_000);
+  const monotonicSpan = `${process.hrtime.bigint() / 1000n - BigInt(Math.round((now() - start) * 1000))}–${process.hrtime.bigint() / 1000n} µs (monotonic)`;
+  const receiptMs = ids.slice(0, total).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
+  const rate = total / ((now() - start) / 1000);
+  return { requestMs, receiptMs, rate, monotonicSpan, cpu: await cpu.per(total) };
+}
+
 try {
-  // ---- phase 1: latency at 200 dispatches/s --------------------------------------------------------
+  // ---- phase 1: latency at 200 dispatches/s, the cloud and then the floor -------------------------
   const latencyOrg = await setupOrg(1);
   const total1 = PHASE1_SECONDS * PHASE1_RATE;
   const ids1 = await logCommands(latencyOrg, total1 + 200);
-  // Warm-up: connections, prepared plans, JIT.
-  for (const id of ids1.slice(total1)) await dispatch(latencyOrg.apiKey, id);
-  await waitUntil(() => receipts.size >= 200, 10_000);
   log(`phase 1: ${total1} dispatches at ${PHASE1_RATE}/s`);
-  const sentAt = new Map<string, number>();
-  const requestMs: number[] = [];
-  const cpu1 = await startMeasuring();
-  const start1 = now();
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total1; i++) {
-    const due = start1 + (i * 1000) / PHASE1_RATE;
-    const wait = due - now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const id = ids1[i]!;
-    sentAt.set(id, now());
-    inflight.push(dispatch(latencyOrg.apiKey, id).then((t) => void requestMs.push(t)));
-  }
-  await Promise.all(inflight);
-  await waitUntil(() => ids1.slice(0, total1).every((id) => receipts.has(id)), 30_000);
+  const phase1 = await latencyPhase((id) => dispatch(latencyOrg.apiKey, id), ids1, () => startMeasuring());
   // The phase's span on the monotonic clock, in µs: what a --cpu-prof of the child is timed by.
-  log(`phase 1 ran ${process.hrtime.bigint() / 1000n - BigInt(Math.round((now() - start1) * 1000))}–${process.hrtime.bigint() / 1000n} µs (monotonic)`);
-  const receiptMs = ids1.slice(0, total1).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
-  const achievedRate = total1 / ((now() - start1) / 1000);
-  const cpuPerDispatch = await cpu1.per(total1);
+  log(`phase 1 ran ${phase1.monotonicSpan}`);
+  const cpuPerDispatch = phase1.cpu;
+
+  const floorIds = await logCommands(latencyOrg, total1 + 200);
+  const floor1 = await startDispatchFloor({
+    db,
+    databaseUrl: testDb.url,
+    receiverUrl: `https://127.0.0.1:${receiverPort}/floor`,
+    caFile: cert.certFile,
+    organizationId: latencyOrg.organizationId,
+    commandIds: floorIds,
+  });
+  const floorApi = new Pool(`http://127.0.0.1:${floor1.port}`, { connections: 64 });
+  log(`phase 1, the dispatch floor: ${total1} dispatches at ${PHASE1_RATE}/s`);
+  const phase1Floor = await latencyPhase(
+    async (commandId) => {
+      const started = now();
+      const r = await floorApi.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ commandId }) });
+      await r.body.dump();
+      if (r.statusCode !== 200) throw new Error(`the dispatch floor answered ${r.statusCode}`);
+      return now() - started;
+    },
+    floorIds,
+    () => startMeasuring({ pid: floor1.pid, countsStatements: false }),
+  );
+  await floorApi.close();
+  await floor1.close();
 
   // ---- phase 2: sustained deliveries/s ----------------------------------------------------------
   const fanOrg = await setupOrg(FANOUT);
@@ -349,11 +390,18 @@ try {
   const result = {
     phase1: {
       dispatches: total1,
-      rate: Number(achievedRate.toFixed(1)),
-      dispatchRequestMs: { p50: pct(requestMs, 50), p99: pct(requestMs, 99) },
-      dispatchToReceiptMs: { p50: pct(receiptMs, 50), p99: pct(receiptMs, 99) },
-      receipts: receiptMs.length,
+      rate: Number(phase1.rate.toFixed(1)),
+      dispatchRequestMs: { p50: pct(phase1.requestMs, 50), p99: pct(phase1.requestMs, 99) },
+      dispatchToReceiptMs: { p50: pct(phase1.receiptMs, 50), p99: pct(phase1.receiptMs, 99) },
+      receipts: phase1.receiptMs.length,
       cpuMsPerDispatch: cpuPerDispatch,
+    },
+    phase1Floor: {
+      rate: Number(phase1Floor.rate.toFixed(1)),
+      dispatchRequestMs: { p50: pct(phase1Floor.requestMs, 50), p99: pct(phase1Floor.requestMs, 99) },
+      dispatchToReceiptMs: { p50: pct(phase1Floor.receiptMs, 50), p99: pct(phase1Floor.receiptMs, 99) },
+      receipts: phase1Floor.receiptMs.length,
+      cpuMsPerDispatch: phase1Floor.cpu,
     },
     phase2: {
       dispatches: PHASE2_COMMANDS,
@@ -391,6 +439,10 @@ try {
       `CPU ms per dispatch     at ${result.phase1.rate}/s, with its delivery: cloud ${cpuPerDispatch.cloud}, Postgres ${cpuPerDispatch.postgres}, ` +
         `NATS ${cpuPerDispatch.nats}, driver+receiver ${cpuPerDispatch.bench}: ${cpuPerDispatch.total} in all (target ≤ 1.5 ms); ` +
         `all of Postgres ${cpuPerDispatch.postgresAllProcesses}`,
+      `the dispatch floor      at ${result.phase1Floor.rate}/s: request p50 ${ms(result.phase1Floor.dispatchRequestMs.p50)} p99 ${ms(result.phase1Floor.dispatchRequestMs.p99)}, ` +
+        `receipt p50 ${ms(result.phase1Floor.dispatchToReceiptMs.p50)} p99 ${ms(result.phase1Floor.dispatchToReceiptMs.p99)}; CPU ms per dispatch: ` +
+        `floor service ${phase1Floor.cpu.cloud}, Postgres ${phase1Floor.cpu.postgres}, driver+receiver ${phase1Floor.cpu.bench}: ${phase1Floor.cpu.total} in all ` +
+        `(the cloud takes ${(cpuPerDispatch.total / phase1Floor.cpu.total).toFixed(2)}× the floor)`,
       `statements per dispatch ${cpuPerDispatch.statements} (each one round trip):`,
       ...cpuPerDispatch.byShape.slice(0, 12).map((s) => `  ${s.perItem.toFixed(3).padStart(7)}  ${s.shape}`),
       `CPU ms per delivery     cloud ${cpuPerDelivery.cloud}, Postgres ${cpuPerDelivery.postgres}, NATS ${cpuPerDelivery.nats}, ` +
