@@ -41,7 +41,7 @@ function rememberFanOut(organizationId: string, endpoints: number): void {
   if (lastFanOut.size > MAX_REMEMBERED) lastFanOut.delete(lastFanOut.keys().next().value!);
 }
 
-/** One row of the dispatch statement: a job, its endpoint and (repeated) the command as moved. */
+/** One row of the dispatch statement: a job, its endpoint, and on the first row (n = 1) the command as moved and its arming's expiry. */
 type DispatchRow = { job_id: string; n: number; a_expires_at: Date | null } & Prefixed<CommandRow, 'c_'> & Prefixed<WebhookEndpointRow, 'e_'>;
 
 /**
@@ -103,9 +103,11 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
         from moved m cross join unnest(${tokens.map((t) => sha256HexSync(t))}::text[]) with ordinality as t(hash, n)
         where t.n <= (select count(*) from endpoints)
       )
+      -- The command (and its arming) on the first row only: a fan-out to ten endpoints would otherwise
+      -- send and parse the same 27 columns ten times.
       select j.id as job_id, e.n, ${PREFIXED_COLUMNS}, a.expires_at as a_expires_at
       from jobs j join endpoints e on e.id = j.endpoint_id
-      cross join moved c
+      left join moved c on e.n = 1
       left join armings a on a.dataset_id = c.dataset_id
       order by e.n
     `);
@@ -121,6 +123,7 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
   const jobs: OutboxJob[] = [];
   const inline: InlineJob[] = [];
   const command = unprefix<CommandRow>(rows[0]!, 'c_', COMMAND_COLUMNS);
+  const armingExpiresAt = rows[0]!.a_expires_at!;
   for (const r of rows) {
     if (r.n <= reserved) {
       inline.push({
@@ -130,7 +133,7 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
         leasedUntil,
         command,
         endpoint: unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS),
-        armingExpiresAt: r.a_expires_at!,
+        armingExpiresAt,
       });
     } else jobs.push({ jobId: r.job_id, organizationId });
   }

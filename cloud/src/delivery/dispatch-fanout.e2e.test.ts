@@ -68,3 +68,55 @@ describe('a fan-out wider than the free attempt slots', () => {
     }
   }, 40_000);
 });
+
+describe('a dispatch whose jobs are all attempted at once by the dispatching process', () => {
+  let f: DeliveryFixture;
+  beforeAll(async () => {
+    f = await startDeliveryFixture();
+  });
+  afterAll(() => f?.stop());
+
+  // The dispatch statement returns the command and its arming once, on its first row: every endpoint's
+  // body must still carry all of it.
+  it('sends every endpoint the same whole command, deadline and arming expiry', async () => {
+    const s = await newScenario(f);
+    try {
+      for (const path of ['/hook2', '/hook3']) {
+        const r = await f.t.call('POST', '/api/webhooks/create', { key: s.org.key, body: { label: path, url: `https://${RECEIVER_HOST}:${s.receiver.port}${path}` } });
+        expect(r.status).toBe(201);
+      }
+      // The first dispatch of an organization reserves one slot (it knows no fan-out yet); the second
+      // reserves as many as the first had endpoints.
+      await s.dispatch({ relTime: 6 });
+      await s.receiver.waitForRequests(3, 20_000);
+      const streamSeq = async () => {
+        const nc = await connect({ servers: TEST_NATS_URL });
+        try {
+          return (await (await jetstreamManager(nc)).streams.info(jetStreamNames(f.natsNamespace).stream)).state.last_seq;
+        } finally {
+          await nc.close();
+        }
+      };
+      const seqBefore = await streamSeq();
+      const commandId = await s.dispatch({ relTime: 7 });
+      const requests = (await s.receiver.waitForRequests(6, 20_000)).slice(3);
+      const bodies = requests.map((req) => JSON.parse(req.rawBody.toString()) as { command: Record<string, unknown>; ack: { deadline: string; token: string }; arming: { expiresAt: string } });
+      expect(new Set(requests.map((r) => r.path))).toEqual(new Set(['/hook', '/hook2', '/hook3']));
+      const row = await f.t.service.ctx.db.selectFrom('commands').selectAll().where('id', '=', commandId).executeTakeFirstOrThrow();
+      const arming = await f.t.service.ctx.db.selectFrom('armings').selectAll().where('dataset_id', '=', row.dataset_id).executeTakeFirstOrThrow();
+      for (const body of bodies) {
+        expect(body.command).toEqual(bodies[0]!.command);
+        expect(body.command.id).toBe(commandId);
+        expect(body.command.relTime).toBe(7);
+        expect(body.command.commandText).toBe(row.command_text);
+        expect(body.command.issuedAt).toBe(row.issued_at.toISOString());
+        expect(body.ack.deadline).toBe(row.ack_deadline_at!.toISOString());
+        expect(body.arming.expiresAt).toBe(arming.expires_at.toISOString());
+      }
+      // All three were attempted at dispatch: none of them went through the queue.
+      expect(await streamSeq()).toBe(seqBefore);
+    } finally {
+      await s.close();
+    }
+  }, 40_000);
+});
