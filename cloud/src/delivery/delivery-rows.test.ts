@@ -41,7 +41,7 @@ async function seed() {
 function attempt(org: string, job: string, cmd: string, endpoint: string) {
   return database.db
     .insertInto('delivery_attempts')
-    .values({ id: crypto.randomUUID(), organization_id: org, job_id: job, command_id: cmd, endpoint_id: endpoint, endpoint_url: 'https://x.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, duration_ms: 1, attempted_at: new Date() })
+    .values({ id: crypto.randomUUID(), organization_id: org, job_id: job, command_id: cmd, endpoint_id: endpoint, endpoint_url: 'https://x.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, response: '', error: null, duration_ms: 1, attempted_at: new Date() })
     .execute();
 }
 
@@ -94,7 +94,7 @@ describe('delivery rows', () => {
         await tx.insertInto('delivery_jobs').values({ id: job, organization_id: s.org, command_id: s.cmd, endpoint_id: endpoint }).execute();
         await tx
           .insertInto('delivery_attempts')
-          .values({ id: crypto.randomUUID(), organization_id: s.org, job_id: job, command_id: s.cmd, endpoint_id: endpoint, endpoint_url: 'https://y.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, duration_ms: 1, attempted_at: new Date() })
+          .values({ id: crypto.randomUUID(), organization_id: s.org, job_id: job, command_id: s.cmd, endpoint_id: endpoint, endpoint_url: 'https://y.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, response: '', error: null, duration_ms: 1, attempted_at: new Date() })
           .execute();
       });
     });
