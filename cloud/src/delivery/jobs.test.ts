@@ -93,3 +93,38 @@ it('a lease loads the command, endpoint and arming as Kysely reads them', async 
     tokenMinted: true,
   });
 });
+
+// The statement sends each command and endpoint once per batch, on the first of its jobs' rows; every
+// job must still come back with its own command, endpoint and arming.
+it('a batch of jobs sharing commands and endpoints loads each job with its own command, endpoint and arming', async () => {
+  const db = database.db;
+  const commands = [crypto.randomUUID(), crypto.randomUUID()];
+  for (const [i, id] of commands.entries()) {
+    await sql`insert into commands (id, organization_id, experiment_id, dataset_id, command_text, rel_time, issued_at, status, ack_deadline_at)
+              select ${id}, organization_id, experiment_id, dataset_id, ${`C${i}`}, ${i}, now(), 'queued', now() + interval '1 hour'
+              from commands where id = ${ids.cmd}`.execute(db);
+  }
+  const batch: Array<{ jobId: string; command: string; endpoint: string }> = [];
+  for (const command of commands) {
+    for (const endpoint of endpoints.slice(0, 2)) {
+      const jobId = crypto.randomUUID();
+      await db.insertInto('delivery_jobs').values({ id: jobId, organization_id: ids.org, command_id: command, endpoint_id: endpoint }).execute();
+      batch.push({ jobId, command, endpoint });
+    }
+  }
+  const loaded = await leaseAndLoadMany(db, {
+    now: new Date(),
+    leaseMs: 30_000,
+    items: batch.map((b, i) => ({ jobId: b.jobId, tokenHash: String(i).repeat(64) })),
+  });
+  const arming = await db.selectFrom('armings').select(['expires_at', 'disarmed_at']).where('dataset_id', '=', ids.ds).executeTakeFirstOrThrow();
+  for (const [i, b] of batch.entries()) {
+    expect(loaded[i]).toEqual({
+      job: { id: b.jobId, organization_id: ids.org, command_id: b.command, endpoint_id: b.endpoint, attempts: 0 },
+      command: await db.selectFrom('commands').selectAll().where('id', '=', b.command).executeTakeFirstOrThrow(),
+      endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', b.endpoint).executeTakeFirstOrThrow(),
+      arming,
+      tokenMinted: true,
+    });
+  }
+});

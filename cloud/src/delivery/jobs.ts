@@ -160,19 +160,41 @@ export async function leaseAndLoadMany(
       from leased l join commands c on c.id = l.command_id
       where c.status = 'queued' and c.ack_deadline_at > ${input.now}
       returning token_hash
+    ),
+    -- Each command and endpoint (and the command's arming) on the first of its jobs' rows only: a batch
+    -- holds a few commands fanned out to a few endpoints, and these are most of a row's columns.
+    numbered as (
+      select l.*,
+        row_number() over (partition by l.command_id) as command_n,
+        row_number() over (partition by l.endpoint_id) as endpoint_n
+      from leased l
     )
     select
       l.id as job_id, l.organization_id as job_organization_id, l.command_id as job_command_id,
       l.endpoint_id as job_endpoint_id, l.attempts as job_attempts,
-      exists (select 1 from minted m where m.token_hash = l.token_hash) as minted,
+      m.token_hash is not null as minted,
       ${PREFIXED_COLUMNS},
       a.expires_at as a_expires_at, a.disarmed_at as a_disarmed_at
-    from leased l
-    left join commands c on c.id = l.command_id
-    left join webhook_endpoints e on e.id = l.endpoint_id
+    from numbered l
+    left join minted m on m.token_hash = l.token_hash
+    left join commands c on c.id = l.command_id and l.command_n = 1
+    left join webhook_endpoints e on e.id = l.endpoint_id and l.endpoint_n = 1
     left join armings a on a.dataset_id = c.dataset_id
   `);
-  const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r)]));
+  // A row that carries its command or endpoint stands for every job of the batch that shares it.
+  const commands = new Map<string, { command: CommandRow; arming: LoadedJob['arming'] }>();
+  const endpoints = new Map<string, WebhookEndpointRow>();
+  for (const r of rows) {
+    if (r.c_id !== null) {
+      commands.set(r.c_id, {
+        command: unprefix<CommandRow>(r, 'c_', COMMAND_COLUMNS),
+        // expires_at is NOT NULL, so it is null only when the left join found no arming.
+        arming: r.a_expires_at === null ? undefined : { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at },
+      });
+    }
+    if (r.e_id !== null) endpoints.set(r.e_id, unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS));
+  }
+  const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r, commands.get(r.job_command_id), endpoints.get(r.job_endpoint_id))]));
   // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
   const handedOut = new Set<string>();
   return input.items.map((i) => {
@@ -182,13 +204,16 @@ export async function leaseAndLoadMany(
   });
 }
 
-function toLoadedJob(r: LeaseRow): LoadedJob {
+function toLoadedJob(
+  r: LeaseRow,
+  command: { command: CommandRow; arming: LoadedJob['arming'] } | undefined,
+  endpoint: WebhookEndpointRow | undefined,
+): LoadedJob {
   return {
     job: { id: r.job_id, organization_id: r.job_organization_id, command_id: r.job_command_id, endpoint_id: r.job_endpoint_id, attempts: r.job_attempts },
-    command: r.c_id === null ? undefined : unprefix<CommandRow>(r, 'c_', COMMAND_COLUMNS),
-    endpoint: r.e_id === null ? undefined : unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS),
-    // expires_at is NOT NULL, so it is null only when the left join found no arming.
-    arming: r.a_expires_at === null ? undefined : { expires_at: r.a_expires_at, disarmed_at: r.a_disarmed_at },
+    command: command?.command,
+    endpoint,
+    arming: command?.arming,
     tokenMinted: r.minted === true,
   };
 }
