@@ -3,7 +3,25 @@ import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_NATS_URL } from '../testing/nats-server.ts';
 import { jetStreamNames } from './nats-queue.ts';
-import { eventually, newScenario, RECEIVER_HOST, startDeliveryFixture, verifiedBody, type DeliveryFixture } from '../testing/delivery-fixture.ts';
+import { eventually, newScenario, RECEIVER_HOST, startDeliveryFixture, verifiedBody, type DeliveryFixture, type Scenario } from '../testing/delivery-fixture.ts';
+
+/** More endpoints on the scenario's receiver, under other paths. */
+async function addEndpoints(f: DeliveryFixture, s: Scenario, paths: string[]): Promise<void> {
+  for (const path of paths) {
+    const r = await f.t.call('POST', '/api/webhooks/create', { key: s.org.key, body: { label: path, url: `https://${RECEIVER_HOST}:${s.receiver.port}${path}` } });
+    expect(r.status).toBe(201);
+  }
+}
+
+/** How many messages the fixture's delivery stream has ever taken. */
+async function streamLastSeq(f: DeliveryFixture): Promise<number> {
+  const nc = await connect({ servers: TEST_NATS_URL });
+  try {
+    return (await (await jetstreamManager(nc)).streams.info(jetStreamNames(f.natsNamespace).stream)).state.last_seq;
+  } finally {
+    await nc.close();
+  }
+}
 
 /**
  * A dispatch leases and attempts at once only as many jobs as its process has free slots
@@ -20,10 +38,7 @@ describe('a fan-out wider than the free attempt slots', () => {
   it('delivers every job once, whether attempted at dispatch or through the queue, and every ack token works', async () => {
     const s = await newScenario(f);
     try {
-      for (const path of ['/hook2', '/hook3']) {
-        const r = await f.t.call('POST', '/api/webhooks/create', { key: s.org.key, body: { label: path, url: `https://${RECEIVER_HOST}:${s.receiver.port}${path}` } });
-        expect(r.status).toBe(201);
-      }
+      await addEndpoints(f, s, ['/hook2', '/hook3']);
       const commands = [await s.dispatch(), await s.dispatch({ relTime: 2 }), await s.dispatch({ relTime: 3 })];
       const requests = await s.receiver.waitForRequests(9, 20_000);
       const jobs = await eventually(async () => {
@@ -32,14 +47,9 @@ describe('a fan-out wider than the free attempt slots', () => {
       });
       expect(jobs.map((j) => j.attempts)).toEqual(Array(9).fill(1));
       // Both paths were taken: the stream holds a message (ever published) for the queued jobs only.
-      const nc = await connect({ servers: TEST_NATS_URL });
-      try {
-        const info = await (await jetstreamManager(nc)).streams.info(jetStreamNames(f.natsNamespace).stream);
-        expect(info.state.last_seq).toBeGreaterThan(0);
-        expect(info.state.last_seq).toBeLessThan(9);
-      } finally {
-        await nc.close();
-      }
+      const published = await streamLastSeq(f);
+      expect(published).toBeGreaterThan(0);
+      expect(published).toBeLessThan(9);
       await new Promise((r) => setTimeout(r, 300));
       expect(s.receiver.requests).toHaveLength(9);
 
@@ -81,23 +91,12 @@ describe('a dispatch whose jobs are all attempted at once by the dispatching pro
   it('sends every endpoint the same whole command, deadline and arming expiry', async () => {
     const s = await newScenario(f);
     try {
-      for (const path of ['/hook2', '/hook3']) {
-        const r = await f.t.call('POST', '/api/webhooks/create', { key: s.org.key, body: { label: path, url: `https://${RECEIVER_HOST}:${s.receiver.port}${path}` } });
-        expect(r.status).toBe(201);
-      }
+      await addEndpoints(f, s, ['/hook2', '/hook3']);
       // The first dispatch of an organization reserves one slot (it knows no fan-out yet); the second
       // reserves as many as the first had endpoints.
       await s.dispatch({ relTime: 6 });
       await s.receiver.waitForRequests(3, 20_000);
-      const streamSeq = async () => {
-        const nc = await connect({ servers: TEST_NATS_URL });
-        try {
-          return (await (await jetstreamManager(nc)).streams.info(jetStreamNames(f.natsNamespace).stream)).state.last_seq;
-        } finally {
-          await nc.close();
-        }
-      };
-      const seqBefore = await streamSeq();
+      const seqBefore = await streamLastSeq(f);
       const commandId = await s.dispatch({ relTime: 7 });
       const requests = (await s.receiver.waitForRequests(6, 20_000)).slice(3);
       const bodies = requests.map((req) => JSON.parse(req.rawBody.toString()) as { command: Record<string, unknown>; ack: { deadline: string; token: string }; arming: { expiresAt: string } });
@@ -114,7 +113,7 @@ describe('a dispatch whose jobs are all attempted at once by the dispatching pro
         expect(body.arming.expiresAt).toBe(arming.expires_at.toISOString());
       }
       // All three were attempted at dispatch: none of them went through the queue.
-      expect(await streamSeq()).toBe(seqBefore);
+      expect(await streamLastSeq(f)).toBe(seqBefore);
     } finally {
       await s.close();
     }
