@@ -165,17 +165,17 @@ async function logCommands(org: Awaited<ReturnType<typeof setupOrg>>, count: num
   return ids;
 }
 
-async function dispatch(key: string, commandId: string): Promise<number> {
+/** One JSON POST that must answer 200; resolves to its latency in ms. */
+async function timedPost(pool: Pool, path: string, body: unknown, headers: Record<string, string> = {}): Promise<number> {
   const started = now();
-  const r = await api.request({
-    method: 'POST',
-    path: '/api/commands/dispatch',
-    headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify({ commandId, ackTimeoutSeconds: 600 }),
-  });
+  const r = await pool.request({ method: 'POST', path, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   await r.body.dump();
-  if (r.statusCode !== 200) throw new Error(`dispatch answered ${r.statusCode}`);
+  if (r.statusCode !== 200) throw new Error(`POST ${path} answered ${r.statusCode}`);
   return now() - started;
+}
+
+function dispatch(key: string, commandId: string): Promise<number> {
+  return timedPost(api, '/api/commands/dispatch', { commandId, ackTimeoutSeconds: 600 }, { 'x-api-key': key });
 }
 
 /**
@@ -285,6 +285,17 @@ async function latencyPhase(send: (commandId: string) => Promise<number>, ids: s
   return { requestMs, receiptMs, rate, monotonicSpan, cpu: await cpu.per(total) };
 }
 
+/** What the report prints of a latency phase. */
+function latencySummary(p: Awaited<ReturnType<typeof latencyPhase>>) {
+  return {
+    rate: Number(p.rate.toFixed(1)),
+    dispatchRequestMs: { p50: pct(p.requestMs, 50), p99: pct(p.requestMs, 99) },
+    dispatchToReceiptMs: { p50: pct(p.receiptMs, 50), p99: pct(p.receiptMs, 99) },
+    receipts: p.receiptMs.length,
+    cpuMsPerDispatch: p.cpu,
+  };
+}
+
 try {
   // ---- phase 1: latency at 200 dispatches/s, the cloud and then the floor -------------------------
   const latencyOrg = await setupOrg(1);
@@ -307,16 +318,8 @@ try {
   });
   const floorApi = new Pool(`http://127.0.0.1:${floor1.port}`, { connections: 64 });
   log(`phase 1, the dispatch floor: ${total1} dispatches at ${PHASE1_RATE}/s`);
-  const phase1Floor = await latencyPhase(
-    async (commandId) => {
-      const started = now();
-      const r = await floorApi.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ commandId }) });
-      await r.body.dump();
-      if (r.statusCode !== 200) throw new Error(`the dispatch floor answered ${r.statusCode}`);
-      return now() - started;
-    },
-    floorIds,
-    () => startMeasuring({ pid: floor1.pid, countsStatements: false }),
+  const phase1Floor = await latencyPhase((commandId) => timedPost(floorApi, '/', { commandId }), floorIds, () =>
+    startMeasuring({ pid: floor1.pid, countsStatements: false }),
   );
   await floorApi.close();
   await floor1.close();
@@ -388,21 +391,8 @@ try {
   await baselineAgent.close();
 
   const result = {
-    phase1: {
-      dispatches: total1,
-      rate: Number(phase1.rate.toFixed(1)),
-      dispatchRequestMs: { p50: pct(phase1.requestMs, 50), p99: pct(phase1.requestMs, 99) },
-      dispatchToReceiptMs: { p50: pct(phase1.receiptMs, 50), p99: pct(phase1.receiptMs, 99) },
-      receipts: phase1.receiptMs.length,
-      cpuMsPerDispatch: cpuPerDispatch,
-    },
-    phase1Floor: {
-      rate: Number(phase1Floor.rate.toFixed(1)),
-      dispatchRequestMs: { p50: pct(phase1Floor.requestMs, 50), p99: pct(phase1Floor.requestMs, 99) },
-      dispatchToReceiptMs: { p50: pct(phase1Floor.receiptMs, 50), p99: pct(phase1Floor.receiptMs, 99) },
-      receipts: phase1Floor.receiptMs.length,
-      cpuMsPerDispatch: phase1Floor.cpu,
-    },
+    phase1: { dispatches: total1, ...latencySummary(phase1) },
+    phase1Floor: latencySummary(phase1Floor),
     phase2: {
       dispatches: PHASE2_COMMANDS,
       endpoints: FANOUT,

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
+import type { Executor } from '../db/executor.ts';
 import { migrationProvider } from '../db/migrations/index.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 
@@ -38,8 +39,9 @@ async function seed() {
   return { org: org!, cmd: cmd!, endpoint: endpoint!, job: job! };
 }
 
-function attempt(org: string, job: string, cmd: string, endpoint: string) {
-  return database.db
+/** One attempt row, written through `db` (a transaction's, when given). */
+function attempt(org: string, job: string, cmd: string, endpoint: string, db: Executor = database.db) {
+  return db
     .insertInto('delivery_attempts')
     .values({ id: crypto.randomUUID(), organization_id: org, job_id: job, command_id: cmd, endpoint_id: endpoint, endpoint_url: 'https://x.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, response: '', error: null, duration_ms: 1, attempted_at: new Date() })
     .execute();
@@ -92,10 +94,7 @@ describe('delivery rows', () => {
         await sql`set local lock_timeout = '500ms'`.execute(tx);
         const job = crypto.randomUUID();
         await tx.insertInto('delivery_jobs').values({ id: job, organization_id: s.org, command_id: s.cmd, endpoint_id: endpoint }).execute();
-        await tx
-          .insertInto('delivery_attempts')
-          .values({ id: crypto.randomUUID(), organization_id: s.org, job_id: job, command_id: s.cmd, endpoint_id: endpoint, endpoint_url: 'https://y.invalid/', event_type: 'command.dispatched', attempt: 1, status_code: 200, response: '', error: null, duration_ms: 1, attempted_at: new Date() })
-          .execute();
+        await attempt(s.org, job, s.cmd, endpoint, tx);
       });
     });
     expect(await db.selectFrom('delivery_jobs').select('id').where('endpoint_id', '=', endpoint).execute()).toHaveLength(1);
