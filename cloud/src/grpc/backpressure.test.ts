@@ -117,11 +117,10 @@ describe('StreamSubmit backpressure', () => {
       // Polled for up to 20 s: on a machine busy with the rest of the suite the first write can take seconds to arrive.
       for (let i = 0; i < 400 && (waiting.length === 0 || yielded < 2); i++) {
         await new Promise((r) => setTimeout(r, 50));
-        waiting = (
-          await blocker.query<{ pid: number }>(`select pid from pg_stat_activity where wait_event_type = 'Lock' and query like $1 and pid <> pg_backend_pid()`, [
-            `%${wideTableName(datasetId)}%`,
-          ])
-        ).rows;
+        // Blocked by this connection's lock, whatever the backend's query text says: a prepared insert
+        // waits while it is bound (its plan locks the table), when pg_stat_activity still shows the
+        // statement before it.
+        waiting = (await blocker.query<{ pid: number }>(`select pid from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))`)).rows;
       }
       expect(waiting).toHaveLength(1);
       await blocker.query('select pg_terminate_backend($1)', [waiting[0]!.pid]);
