@@ -25,9 +25,11 @@ const timestamp = fc
   )
   .map(([d, fraction, zone]) => `${d.toISOString().slice(0, 19)}${fraction ? `.${fraction}` : ''}${zone}`);
 
+// An ordinary channel name: anything but `__proto__`, which the schema drops and the in-place check
+// therefore leaves to it (fast-check's strings do produce it; a test below holds that case).
 const key = fc.oneof(
   fc.integer({ min: 0, max: 20 }).map((n) => `ch_${n}`),
-  fc.string({ minLength: 1, maxLength: 12 }),
+  fc.string({ minLength: 1, maxLength: 12 }).filter((k) => k !== '__proto__'),
   fc.uuid(),
   fc.constantFrom('constructor', 'toString', 'hasOwnProperty', '0', '10', 'a.b', 'ü'),
 );
