@@ -25,7 +25,9 @@
  * delivery ≤ 1.5 ms across all parties; deliveries sustained ≥ 70 % of the same run's durable floor.
  * Env: BENCH_SECONDS (phase 1 length, default 15), BENCH_FLOOR_BATCH (64) and BENCH_FLOOR_WORKERS (4):
  * the floor's pull size and concurrent pullers; BENCH_CHILD_NODE_OPTIONS: node flags for the cloud child
- * only (e.g. "--cpu-prof --cpu-prof-dir=.tmp/prof").
+ * only (e.g. "--cpu-prof --cpu-prof-dir=.tmp/prof"); BENCH_DISPATCH_CONCURRENCY (16): phase 2's dispatches
+ * in flight at once (1 or 2 keep the dispatch rate near what the engine delivers, so few jobs spill to
+ * JetStream: what the queue path costs on top, by difference).
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -50,7 +52,7 @@ const PHASE1_SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const PHASE1_RATE = 200;
 const FANOUT = 10;
 const PHASE2_COMMANDS = 2500;
-const DISPATCH_CONCURRENCY = 16;
+const DISPATCH_CONCURRENCY = Number(process.env.BENCH_DISPATCH_CONCURRENCY ?? 16);
 const BASELINE_SECONDS = 10;
 const FLOOR_BATCH = Number(process.env.BENCH_FLOOR_BATCH ?? 64);
 const FLOOR_WORKERS = Number(process.env.BENCH_FLOOR_WORKERS ?? 4);
@@ -260,24 +262,34 @@ async function waitUntil(check: () => boolean, timeoutMs: number) {
  * warm-up: connections, prepared plans, JIT), waits for every receipt, and returns the request and
  * dispatch → receipt latencies and every party's CPU per dispatch.
  */
+/** Sends one request per id at PHASE1_RATE, on schedule whatever the answers take (open loop). */
+async function openLoop<T>(ids: string[], send: (id: string) => Promise<T>): Promise<T[]> {
+  const start = now();
+  const inflight: Promise<T>[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const wait = start + (i * 1000) / PHASE1_RATE - now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    inflight.push(send(ids[i]!));
+  }
+  return Promise.all(inflight);
+}
+
 async function latencyPhase(send: (commandId: string) => Promise<number>, ids: string[], measure: () => ReturnType<typeof startMeasuring>) {
   const total = ids.length - 200;
-  for (const id of ids.slice(total)) await send(id);
+  // Warm-up at the phase's own rate, so the phase starts with the connections a steady 200/s keeps open
+  // (the driver's to the service, the service's to PostgreSQL and its TLS connections to the receiver).
+  // One request at a time left one of each, and the phase's first second measured their opening —
+  // backends forked, statements prepared, TLS handshakes — as a burst of 30–600 ms requests.
+  await openLoop(ids.slice(total), send);
   await waitUntil(() => ids.slice(total).every((id) => receipts.has(id)), 10_000);
   const sentAt = new Map<string, number>();
   const requestMs: number[] = [];
   const cpu = await measure();
   const start = now();
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = start + (i * 1000) / PHASE1_RATE;
-    const wait = due - now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const id = ids[i]!;
+  await openLoop(ids.slice(0, total), (id) => {
     sentAt.set(id, now());
-    inflight.push(send(id).then((t) => void requestMs.push(t)));
-  }
-  await Promise.all(inflight);
+    return send(id).then((t) => void requestMs.push(t));
+  });
   await waitUntil(() => ids.slice(0, total).every((id) => receipts.has(id)), 30_000);
   const monotonicSpan = `${process.hrtime.bigint() / 1000n - BigInt(Math.round((now() - start) * 1000))}–${process.hrtime.bigint() / 1000n} µs (monotonic)`;
   const receiptMs = ids.slice(0, total).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createTestDatabase, TEST_ADMIN_URL, type TestDatabase } from '../testing/test-database.ts';
 import { openDatabase, type DatabaseHandle } from './connect.ts';
 import { sql } from 'kysely';
@@ -33,4 +33,35 @@ it('survives Postgres terminating its idle connections and carries on with new o
   expect(poolErrors.length).toBeGreaterThan(0);
   const { rows } = await sql<{ one: number }>`select 1 as one`.execute(database.db);
   expect(rows[0]!.one).toBe(1);
+});
+
+// A stall met a pool that had let its idle connections go, and every queued request opened a new one
+// (a backend forked, the hot statements prepared again): the dispatch tail grew tenfold. The pool keeps
+// what it opened until the connection's lifetime ends; the default pool would have closed them 10 s idle.
+it('keeps connections it opened under load after they fall idle, until their lifetime ends', async () => {
+  const idle = await openDatabase({ url: testDb.url, dataDir: '.' });
+  const defaults = new pg.Pool({ connectionString: testDb.url, max: 20 });
+  try {
+    const busy = (run: () => Promise<unknown>) => Promise.all([1, 2, 3, 4].map(run));
+    // Only the pools' timers run on a fake clock, from before the connections open: the sockets and
+    // queries stay real, and a minute passes for the idle timers at once.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await busy(() => sql`select pg_sleep(0.05)`.execute(idle.db));
+      await busy(() => defaults.query('select pg_sleep(0.05)'));
+      expect(idle.pool!.totalCount).toBe(4);
+      expect(defaults.totalCount).toBe(4);
+      vi.advanceTimersByTime(60_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(defaults.totalCount, 'the default pool closes idle connections (the test can tell the difference)').toBe(0);
+    expect(idle.pool!.totalCount).toBe(4);
+    const { rows } = await sql<{ one: number }>`select 1 as one`.execute(idle.db);
+    expect(rows[0]!.one).toBe(1);
+  } finally {
+    await defaults.end();
+    await idle.close();
+  }
 });

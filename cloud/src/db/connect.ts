@@ -50,6 +50,12 @@ export async function openDatabase(options: {
       // network path) fails the request after this long (503 unavailable) instead of holding it.
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds: POOL_CONNECTION_LIFETIME_S,
+      // A connection once opened stays until its lifetime ends, idle or not. Closed after 10 s idle (the
+      // default), the pool shrank to what a steady load keeps busy, and the next stall — a slow commit, a
+      // busy core — met a queue of requests that each opened a connection (a backend forked, the hot
+      // statements prepared and planned anew) while the queue grew: dispatch p99 at 200/s went from
+      // 24 ms with the connections kept to 79–348 ms without (docs/PERFORMANCE.md).
+      idleTimeoutMillis: 0,
       // Notice a peer that vanished without closing (a failed-over host): the kernel probes idle sockets.
       keepAlive: true,
     });
