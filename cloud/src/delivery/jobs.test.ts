@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { LEASE_ROW_COLUMNS, leaseAndLoadMany, markPublished } from './jobs.ts';
+import { LEASE_ROW_COLUMNS, leaseAndLoadMany, markPublished, recordAttempts, type AttemptRecord } from './jobs.ts';
 
 let testDb: TestDatabase;
 let database: DatabaseHandle;
@@ -127,4 +127,34 @@ it('a batch of jobs sharing commands and endpoints loads each job with its own c
       tokenMinted: true,
     });
   }
+});
+
+// One statement writes a batch's attempts, jobs, command counters and endpoint streaks (the engine's
+// tests see it through deliveries; this one reads each value it wrote).
+it('records a batch: attempt rows, each job its next state, the command its counters, the endpoints their streaks', async () => {
+  const [delivered, failed] = [jobs[0]!, jobs[1]!];
+  const job = (id: string, endpoint: string) => ({ id, organization_id: ids.org, command_id: ids.cmd, endpoint_id: endpoint, attempts: 0 });
+  const at = new Date('2026-11-27T06:00:00Z');
+  const retryAt = new Date(at.getTime() + 1000);
+  const base = { endpointUrl: 'https://x.invalid/', attempt: 1, eventType: 'command.dispatched', response: '', durationMs: 3, attemptedAt: at };
+  const records: AttemptRecord[] = [
+    { ...base, job: job(delivered, endpoints[0]!), deliveryId: `${delivered}.1`, statusCode: 200, error: null, success: true, next: { state: 'delivered', reason: 'ok', at } },
+    { ...base, job: job(failed, endpoints[1]!), deliveryId: `${failed}.1`, statusCode: 503, error: 'no', success: false, next: { state: 'pending', nextAttemptAt: retryAt } },
+  ];
+  const db = database.db;
+  const before = await db.selectFrom('commands').select('delivery_attempts').where('id', '=', ids.cmd).executeTakeFirstOrThrow();
+  const streaks = await recordAttempts({ db, pool: database.pool }, records);
+  expect(streaks).toEqual([{ consecutiveFailures: 0, disabled: false }, { consecutiveFailures: 1, disabled: false }]);
+  const rows = await db.selectFrom('delivery_jobs').select(['id', 'state', 'attempts', 'next_attempt_at', 'finished_at']).where('id', 'in', [delivered, failed]).execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  expect(byId.get(delivered)).toMatchObject({ state: 'delivered', attempts: 1, finished_at: at, next_attempt_at: null });
+  expect(byId.get(failed)).toMatchObject({ state: 'pending', attempts: 1, finished_at: null, next_attempt_at: retryAt });
+  const after = await db.selectFrom('commands').select(['delivery_attempts', 'delivered_at']).where('id', '=', ids.cmd).executeTakeFirstOrThrow();
+  expect(after.delivery_attempts).toBe(before.delivery_attempts + 2);
+  expect(after.delivered_at).toEqual(at);
+  const attempts = await db.selectFrom('delivery_attempts').select(['job_id', 'status_code', 'delivery_id']).where('job_id', 'in', [delivered, failed]).orderBy('status_code').execute();
+  expect(attempts).toEqual([
+    { job_id: delivered, status_code: 200, delivery_id: `${delivered}.1` },
+    { job_id: failed, status_code: 503, delivery_id: `${failed}.1` },
+  ]);
 });
