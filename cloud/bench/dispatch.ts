@@ -257,11 +257,6 @@ async function waitUntil(check: () => boolean, timeoutMs: number) {
   while (!check() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
 }
 
-/**
- * Dispatches the first ids.length − 200 of `ids` open-loop at PHASE1_RATE (the last 200 first, as a
- * warm-up: connections, prepared plans, JIT), waits for every receipt, and returns the request and
- * dispatch → receipt latencies and every party's CPU per dispatch.
- */
 /** Sends one request per id at PHASE1_RATE, on schedule whatever the answers take (open loop). */
 async function openLoop<T>(ids: string[], send: (id: string) => Promise<T>): Promise<T[]> {
   const start = now();
@@ -274,25 +269,32 @@ async function openLoop<T>(ids: string[], send: (id: string) => Promise<T>): Pro
   return Promise.all(inflight);
 }
 
+/**
+ * Dispatches the first ids.length − 200 of `ids` open-loop at PHASE1_RATE (the last 200 first, at the
+ * same rate, as a warm-up), waits for every receipt, and returns the request and dispatch → receipt
+ * latencies and every party's CPU per dispatch.
+ */
 async function latencyPhase(send: (commandId: string) => Promise<number>, ids: string[], measure: () => ReturnType<typeof startMeasuring>) {
   const total = ids.length - 200;
+  const measured = ids.slice(0, total);
+  const warmUp = ids.slice(total);
   // Warm-up at the phase's own rate, so the phase starts with the connections a steady 200/s keeps open
   // (the driver's to the service, the service's to PostgreSQL and its TLS connections to the receiver).
   // One request at a time left one of each, and the phase's first second measured their opening —
   // backends forked, statements prepared, TLS handshakes — as a burst of 30–600 ms requests.
-  await openLoop(ids.slice(total), send);
-  await waitUntil(() => ids.slice(total).every((id) => receipts.has(id)), 10_000);
+  await openLoop(warmUp, send);
+  await waitUntil(() => warmUp.every((id) => receipts.has(id)), 10_000);
   const sentAt = new Map<string, number>();
   const requestMs: number[] = [];
   const cpu = await measure();
   const start = now();
-  await openLoop(ids.slice(0, total), (id) => {
+  await openLoop(measured, (id) => {
     sentAt.set(id, now());
     return send(id).then((t) => void requestMs.push(t));
   });
-  await waitUntil(() => ids.slice(0, total).every((id) => receipts.has(id)), 30_000);
+  await waitUntil(() => measured.every((id) => receipts.has(id)), 30_000);
   const monotonicSpan = `${process.hrtime.bigint() / 1000n - BigInt(Math.round((now() - start) * 1000))}–${process.hrtime.bigint() / 1000n} µs (monotonic)`;
-  const receiptMs = ids.slice(0, total).flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
+  const receiptMs = measured.flatMap((id) => (receipts.has(id) ? [receipts.get(id)! - sentAt.get(id)!] : []));
   const rate = total / ((now() - start) / 1000);
   return { requestMs, receiptMs, rate, monotonicSpan, cpu: await cpu.per(total) };
 }
