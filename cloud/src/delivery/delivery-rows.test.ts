@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
 import { migrationProvider } from '../db/migrations/index.ts';
+import { seedQueuedCommand } from '../testing/delivery-rows.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 
 // The delivery rows keep one chain of foreign keys (organization → command → job → attempt, command →
@@ -25,18 +26,11 @@ afterAll(async () => {
 
 /** An organization with one command dispatched to one endpoint: its job, an attempt and an ack token. */
 async function seed() {
-  const db = database.db;
-  const [org, exp, ds, cmd, endpoint, job] = Array.from({ length: 6 }, () => crypto.randomUUID());
-  await db.insertInto('organizations').values({ id: org!, name: 'o' }).execute();
-  await db.insertInto('experiments').values({ id: exp!, organization_id: org!, name: 'e', description: '' }).execute();
-  await db.insertInto('datasets').values({ id: ds!, organization_id: org!, experiment_id: exp!, name: 'd', storage_shape: 'wide' }).execute();
-  await sql`insert into commands (id, organization_id, experiment_id, dataset_id, command_text, rel_time, issued_at, status, ack_deadline_at)
-            values (${cmd}, ${org}, ${exp}, ${ds}, 'X', 0, now(), 'queued', now() + interval '1 hour')`.execute(db);
-  await db.insertInto('webhook_endpoints').values({ id: endpoint!, organization_id: org!, label: '', url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() }).execute();
-  await db.insertInto('delivery_jobs').values({ id: job!, organization_id: org!, command_id: cmd!, endpoint_id: endpoint! }).execute();
-  await attempt(org!, job!, cmd!, endpoint!);
-  await db.insertInto('ack_tokens').values({ token_hash: crypto.randomUUID(), command_id: cmd!, expires_at: new Date(Date.now() + 3600_000) }).execute();
-  return { org: org!, cmd: cmd!, endpoint: endpoint!, job: job! };
+  const { org, cmd, endpoints, jobs } = await seedQueuedCommand(database.db, 1);
+  const [endpoint, job] = [endpoints[0]!, jobs[0]!];
+  await attempt(org, job, cmd, endpoint);
+  await database.db.insertInto('ack_tokens').values({ token_hash: crypto.randomUUID(), command_id: cmd, expires_at: new Date(Date.now() + 3600_000) }).execute();
+  return { org, cmd, endpoint, job };
 }
 
 /** One attempt row, written through `db` (a transaction's, when given). */

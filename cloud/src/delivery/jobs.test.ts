@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
+import { seedQueuedCommand } from '../testing/delivery-rows.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 import { LEASE_ROW_COLUMNS, leaseAndLoadMany, markPublished, recordAttempts, type AttemptRecord } from './jobs.ts';
 
@@ -14,25 +15,10 @@ beforeAll(async () => {
   testDb = await createTestDatabase();
   database = await openDatabase({ url: testDb.url, dataDir: '.' });
   await migrateToLatest(database.db);
-  const db = database.db;
-  const org = crypto.randomUUID();
-  const exp = crypto.randomUUID();
-  const ds = crypto.randomUUID();
-  const cmd = crypto.randomUUID();
-  ids = { org, ds, cmd };
-  await db.insertInto('organizations').values({ id: org, name: 'o' }).execute();
-  await db.insertInto('experiments').values({ id: exp, organization_id: org, name: 'e', description: '' }).execute();
-  await db.insertInto('datasets').values({ id: ds, organization_id: org, experiment_id: exp, name: 'd', storage_shape: 'wide' }).execute();
-  await sql`insert into commands (id, organization_id, experiment_id, dataset_id, command_text, rel_time, issued_at, status, ack_deadline_at)
-            values (${cmd}, ${org}, ${exp}, ${ds}, 'X', 0, now(), 'queued', now() + interval '1 hour')`.execute(db);
-  for (let i = 0; i < 3; i++) {
-    const endpoint = crypto.randomUUID();
-    await db.insertInto('webhook_endpoints').values({ id: endpoint, organization_id: org, label: '', url: 'https://x.invalid/', secret_ciphertext: 'x', updated_at: new Date() }).execute();
-    endpoints.push(endpoint);
-    const id = crypto.randomUUID();
-    await db.insertInto('delivery_jobs').values({ id, organization_id: org, command_id: cmd, endpoint_id: endpoint }).execute();
-    jobs.push(id);
-  }
+  const seeded = await seedQueuedCommand(database.db, 3);
+  ids = { org: seeded.org, ds: seeded.ds, cmd: seeded.cmd };
+  endpoints.push(...seeded.endpoints);
+  jobs.push(...seeded.jobs);
 });
 afterAll(async () => {
   await database?.close();
