@@ -1,5 +1,6 @@
 import { startupBanner } from './banner.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
+import { DatabaseStartupError } from './db/connect.ts';
 import { SortieService } from './service.ts';
 import { exitOnSignals } from './shutdown.ts';
 import { boundHeapGrowth } from './platform/heap.ts';
@@ -25,7 +26,7 @@ try {
   }
   exitOnSignals({ destroy: () => service.destroy(), logger: service.ctx.logger, graceMs: service.ctx.config.shutdownGraceMs });
 } catch (error) {
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof DatabaseStartupError) {
     console.error(`sortie: ${error.message}`);
     process.exit(2);
   }

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { systemClock, type Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import type { AppContext } from './platform/context.ts';
-import { detectTimescale, migrateToLatest, openDatabase, type DatabaseHandle } from './db/connect.ts';
+import { detectTimescale, migrateToLatest, openDatabase, PRELOAD_FIX, withStartupLock, type DatabaseHandle } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
 import { applyNarrowTimescaleLayout, moveLegacyNarrowSamples } from './telemetry/sinks.ts';
@@ -45,6 +45,39 @@ function createObservability(database: DatabaseHandle, logger: Logger): { metric
   return { metrics, readiness };
 }
 
+/**
+ * Start-up's schema work, in order: which TimescaleDB path the database takes (first: a database that
+ * uses TimescaleDB on a server that no longer loads it fails any DDL through the extension's event
+ * triggers, so it is refused before a migration can stumble on it), migrations, the move of narrow data
+ * of the former shape, then the TimescaleDB layout (tables written before it was present become
+ * hypertables). Runs under the start-up lock, so replicas starting together on one database each find
+ * the work of the first done.
+ */
+async function prepareDatabase(database: DatabaseHandle, logger: Logger): Promise<void> {
+  const timescale = await detectTimescale(database);
+  if (timescale.path === 'too-old') {
+    logger.warn({ version: timescale.version, minimum: TIMESCALE_MIN_VERSION }, 'TimescaleDB too old for hypertables; using plain tables');
+  } else if (timescale.path === 'not-preloaded') {
+    logger.warn(
+      { version: timescale.version },
+      `TimescaleDB is installed but not preloaded, so Sortie uses plain tables: ${PRELOAD_FIX}; the next start converts the tables written meanwhile`,
+    );
+  }
+  database.timescale = timescale.path === 'in-use';
+  const applied = await migrateToLatest(database.db);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  // Narrow data of the former one-row-per-field shape moves to one row per message (decision 0006).
+  const moved = await moveLegacyNarrowSamples(database.db);
+  if (moved.datasets > 0) logger.info(moved, 'narrow samples moved to one row per message');
+  if (!database.timescale) return;
+  // Wide tables written before TimescaleDB was present become hypertables (decision 0007).
+  const converted = await applyTimescaleLayout(database.db);
+  if (converted.length > 0) logger.info({ tables: converted }, 'wide tables moved to hypertables with compression');
+  // Narrow message tables likewise (decision 0007); new ones are made so by the writer.
+  const narrow = await applyNarrowTimescaleLayout(database.db);
+  if (narrow.length > 0) logger.info({ tables: narrow }, 'narrow message tables moved to hypertables with compression');
+}
+
 /** The cloud process: create wires dependencies and migrates, start listens, destroy lets go of everything. */
 export class SortieService {
   readonly ctx: AppContext;
@@ -72,20 +105,7 @@ export class SortieService {
       onPoolError: (err) => logger.warn({ err }, 'idle database connection lost; the pool replaces it'),
     });
     try {
-      const applied = await migrateToLatest(database.db);
-      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-      // Narrow data of the former one-row-per-field shape moves to one row per message (decision 0006).
-      const moved = await moveLegacyNarrowSamples(database.db);
-      if (moved.datasets > 0) logger.info(moved, 'narrow samples moved to one row per message');
-      database.timescale = await detectTimescale(database, (version) =>
-        logger.warn({ version, minimum: TIMESCALE_MIN_VERSION }, 'TimescaleDB too old for hypertables; using plain tables'),
-      );
-      // Wide tables written before TimescaleDB was present become hypertables (decision 0007).
-      const converted = database.timescale ? await applyTimescaleLayout(database.db) : [];
-      if (converted.length > 0) logger.info({ tables: converted }, 'wide tables moved to hypertables with compression');
-      // Narrow message tables likewise (decision 0007); new ones are made so by the writer.
-      const narrow = database.timescale ? await applyNarrowTimescaleLayout(database.db) : [];
-      if (narrow.length > 0) logger.info({ tables: narrow.length }, 'narrow message tables moved to hypertables with compression');
+      await withStartupLock(database, () => prepareDatabase(database, logger));
     } catch (error) {
       await database.close();
       throw error;

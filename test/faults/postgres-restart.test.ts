@@ -6,16 +6,17 @@ import {
   setUpDispatchingOrg,
   startChildCloudFixture,
   startHttpsReceiver,
+  startPostgresInstance,
   startServiceChild,
   verifiedBody,
   type ChildCloudFixture,
   type DispatchingOrg,
+  type PostgresInstance,
   type ServiceChild,
   type TestReceiver,
 } from '@sortie/cloud/testing';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgresInstance, type PostgresInstance } from './postgres-instance.ts';
 
 /**
  * docs/operations.md ("PostgreSQL restarts") promises: while the database is unreachable every request

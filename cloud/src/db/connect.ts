@@ -95,21 +95,85 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 }
 
 /**
- * TimescaleDB is used when present (compose runs it) and never required (dev and CI run plain Postgres).
- * We create the extension only when the server offers it in a version we support (db/timescale.ts);
- * an older one is reported through `onUnsupported` and the database is used as plain PostgreSQL.
+ * What start-up found of TimescaleDB, and so which path the cloud takes (docs/decisions/0007-timescale.md):
+ * - `in-use`: the server offers a supported version and preloads it; the extension exists in this database.
+ * - `absent`: the server does not offer it (plain PostgreSQL, PGlite).
+ * - `too-old`: offered below TIMESCALE_MIN_VERSION; plain tables, with a warning.
+ * - `not-preloaded`: offered, but `shared_preload_libraries` lacks it and this database has never used
+ *   it; plain tables, with a warning naming the fix. The next start-up with it preloaded converts the
+ *   tables written meanwhile, so nothing is lost by starting.
  */
-export async function detectTimescale(handle: DatabaseHandle, onUnsupported?: (version: string) => void): Promise<boolean> {
-  if (handle.kind !== 'postgres') return false;
-  const offered = await sql<{ version: string }>`
-    select coalesce(installed_version, default_version) as version from pg_available_extensions where name = 'timescaledb'
-  `.execute(handle.db);
-  const version = offered.rows[0]?.version;
-  if (version === undefined) return false;
-  if (!timescaleVersionSupported(version)) {
-    onUnsupported?.(version);
-    return false;
-  }
-  await sql.raw(CREATE_EXTENSION_SQL).execute(handle.db);
-  return true;
+export type TimescaleState =
+  | { path: 'in-use'; version: string }
+  | { path: 'absent' }
+  | { path: 'too-old'; version: string }
+  | { path: 'not-preloaded'; version: string };
+
+/** Why the cloud refuses to start on this database; main.ts prints the message alone (exit 2), never a stack. */
+export class DatabaseStartupError extends Error {
+  override name = 'DatabaseStartupError';
 }
+
+/** The one fix for an installed-but-not-loaded TimescaleDB, as an operator reads it in a log line. */
+export const PRELOAD_FIX =
+  "add timescaledb to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'timescaledb') and restart PostgreSQL";
+
+/**
+ * TimescaleDB is used when present (compose runs it) and never required (dev machines may run plain
+ * Postgres). We create the extension only when the server offers it in a version we support and loads
+ * it (db/timescale.ts). A database that already uses the extension on a server that no longer preloads
+ * it cannot be served at all (its hypertables refuse writes, its compressed chunks look empty without
+ * the library): that is a DatabaseStartupError naming the fix. Run under the start-up lock
+ * (withStartupLock), so replicas starting together create the extension once.
+ */
+export async function detectTimescale(handle: DatabaseHandle): Promise<TimescaleState> {
+  if (handle.kind !== 'postgres') return { path: 'absent' };
+  const offered = await sql<{ default_version: string; installed_version: string | null; preload: string }>`
+    select default_version, installed_version, current_setting('shared_preload_libraries') as preload
+    from pg_available_extensions where name = 'timescaledb'
+  `.execute(handle.db);
+  const row = offered.rows[0];
+  if (row === undefined) return { path: 'absent' };
+  const preloaded = row.preload.split(',').some((library) => /^\s*"?timescaledb"?\s*$/.test(library));
+  if (row.installed_version !== null) {
+    if (!preloaded) {
+      throw new DatabaseStartupError(
+        `this database uses TimescaleDB ${row.installed_version}, but the PostgreSQL server does not load it: ${PRELOAD_FIX}. ` +
+          'Sortie does not start, because without the library its hypertables cannot be written and their compressed data cannot be read.',
+      );
+    }
+    // A version too old for our statements but already in use is still read and written as tables.
+    if (!timescaleVersionSupported(row.installed_version)) return { path: 'too-old', version: row.installed_version };
+    return { path: 'in-use', version: row.installed_version };
+  }
+  if (!timescaleVersionSupported(row.default_version)) return { path: 'too-old', version: row.default_version };
+  if (!preloaded) return { path: 'not-preloaded', version: row.default_version };
+  await sql.raw(CREATE_EXTENSION_SQL).execute(handle.db);
+  const created = await sql<{ version: string }>`select extversion as version from pg_extension where extname = 'timescaledb'`.execute(handle.db);
+  return { path: 'in-use', version: created.rows[0]!.version };
+}
+
+/**
+ * Run start-up's schema work (migrations, layout moves, the extension) while holding a session-level
+ * advisory lock on a connection of its own, so replicas starting together on one database take turns:
+ * the first does each step, the others find it done. `create extension if not exists` and
+ * `create_hypertable(if_not_exists)` are not safe against a concurrent twin (a unique violation on
+ * pg_extension), and the layout moves copy data. PGlite belongs to one process (embedded-lock.ts).
+ */
+export async function withStartupLock<T>(handle: DatabaseHandle, work: () => Promise<T>): Promise<T> {
+  if (!handle.pool) return work();
+  const client = await handle.pool.connect();
+  let broken = false;
+  try {
+    await client.query(STARTUP_LOCK_SQL);
+    return await work();
+  } finally {
+    // Unlocking fails only on a broken connection, whose session (and lock) ends with it.
+    await client.query(STARTUP_UNLOCK_SQL).catch(() => (broken = true));
+    client.release(broken);
+  }
+}
+
+const STARTUP_LOCK_KEY = "hashtext('sortie.startup')";
+const STARTUP_LOCK_SQL = `select pg_advisory_lock(${STARTUP_LOCK_KEY})`;
+const STARTUP_UNLOCK_SQL = `select pg_advisory_unlock(${STARTUP_LOCK_KEY})`;

@@ -6,12 +6,15 @@ import type { AppContext } from '../platform/context.ts';
 import { registerStream } from '../datasets/register-stream.ts';
 import { createWideTable, wideTableName } from '../datasets/wide-table.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { requirePlainServer, type ServerOffer } from '../testing/timescale-server.ts';
 import { detectTimescale, migrateToLatest, type DatabaseHandle } from './connect.ts';
 import type { Database } from './schema.ts';
 
-// The plain path on the real PostgreSQL 15 (no TimescaleDB package exists on this machine): with
-// `timescale` false a wide dataset is an ordinary table with its primary key and nothing else, and no
-// TimescaleDB statement is sent. The statements of the other path are checked in timescale.test.ts.
+// The plain path on the real PostgreSQL (the server on 5432, which must not preload TimescaleDB; it may
+// offer it, as it does once scripts/timescale-cluster.sh has built it into this machine's PostgreSQL):
+// start-up creates no extension, a wide dataset is an ordinary table with its primary key and nothing
+// else, and no TimescaleDB statement is sent. The TimescaleDB path runs against a real one in
+// timescale-startup.test.ts and telemetry/timescale-compression.test.ts.
 
 let testDb: TestDatabase;
 let pool: pg.Pool;
@@ -19,8 +22,10 @@ let db: Kysely<Database>;
 const sent: string[] = [];
 let organizationId: string;
 let experimentId: string;
+let offer: ServerOffer;
 
 beforeAll(async () => {
+  offer = await requirePlainServer();
   testDb = await createTestDatabase();
   pool = new pg.Pool({ connectionString: testDb.url, max: 2 });
   // Every statement the code sends, transactions included, is recorded.
@@ -46,9 +51,9 @@ function context(timescale: boolean): AppContext {
 const TIMESCALE_WORDS = /timescale|hypertable|compress|by_range|continuous|_timescaledb/i;
 
 describe('plain PostgreSQL', () => {
-  it('start-up detection finds no TimescaleDB, creates no extension and sends no TimescaleDB statement', async () => {
+  it('start-up detection takes the plain path (TimescaleDB absent, or offered but not preloaded) and creates no extension', async () => {
     sent.length = 0;
-    expect(await detectTimescale(handle(false))).toBe(false);
+    expect(await detectTimescale(handle(false))).toEqual(offer.offered === undefined ? { path: 'absent' } : { path: 'not-preloaded', version: offer.offered });
     expect(sent.filter((s) => /create extension/i.test(s))).toEqual([]);
     const extensions = await sql<{ extname: string }>`select extname from pg_extension`.execute(db);
     expect(extensions.rows.map((r) => r.extname)).toEqual(['plpgsql']);

@@ -22,3 +22,6 @@ export { eventually, verifiedBody } from './delivery-fixture.ts';
 // Every stored sample of a narrow (MAVLink) dataset, whatever its physical shape, for test/edge-to-cloud.
 export { readStoredSamples } from '../telemetry/read.ts';
 export type { StoredSample } from '../telemetry/read.ts';
+// A PostgreSQL server of a test's own, to stop, restart or preload differently (test/faults).
+export { startPostgresInstance } from './postgres-instance.ts';
+export type { PostgresInstance } from './postgres-instance.ts';

@@ -48,14 +48,22 @@ const offlineResolver: Resolver = tableResolver({});
 
 /**
  * Start the real service on a free port. `embedded: true` runs on PGlite in a temp folder; otherwise
- * on a fresh database of the real PostgreSQL.
+ * on a fresh database of the real PostgreSQL (`adminUrl`'s server, or the shared one).
  */
 export async function startTestService(
-  options: { embedded?: boolean; env?: Record<string, string>; resolver?: Resolver; clock?: ManualClock; overrides?: ServiceOverrides } = {},
+  options: {
+    embedded?: boolean;
+    /** Another PostgreSQL server than the shared one (the TimescaleDB one, testing/timescale-server.ts). */
+    adminUrl?: string;
+    env?: Record<string, string>;
+    resolver?: Resolver;
+    clock?: ManualClock;
+    overrides?: ServiceOverrides;
+  } = {},
 ): Promise<TestService> {
   let database: TestDatabase | undefined;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-test-'));
-  if (!options.embedded) database = await createTestDatabase();
+  if (!options.embedded) database = await createTestDatabase(options.adminUrl);
   const config = loadConfig({
     SORTIE_DATA_DIR: dataDir,
     SORTIE_HTTP_PORT: '0',

@@ -3,7 +3,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '@sortie/cloud/testing';
+import { freePort } from './nats-server.ts';
 
 const run = promisify(execFile);
 const BIN = process.env.SORTIE_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -12,7 +12,8 @@ const PG_USER = process.env.SORTIE_TEST_PG_USER ?? 'postgres';
 
 /**
  * A PostgreSQL server of the test's own (initdb in a temp dir, its own port on loopback, trust auth),
- * so the test can stop and start it under load without touching the shared one.
+ * so the test can stop and start it under load, or change what it preloads, without touching the
+ * shared one.
  */
 export interface PostgresInstance {
   /** Admin URL (user postgres, database postgres). */
@@ -20,7 +21,8 @@ export interface PostgresInstance {
   port: number;
   /** `immediate` is a crash as far as clients see: connections cut, recovery from WAL on the next start. */
   stop(mode: 'fast' | 'immediate'): Promise<void>;
-  start(): Promise<void>;
+  /** Start again; `preload` replaces the libraries given at creation (shared_preload_libraries). */
+  start(options?: { preload?: readonly string[] }): Promise<void>;
   destroy(): Promise<void>;
 }
 
@@ -31,7 +33,8 @@ async function asPostgres(bin: string, args: string[]): Promise<string> {
   return stdout;
 }
 
-export async function startPostgresInstance(): Promise<PostgresInstance> {
+/** `preload`: shared_preload_libraries of the server (e.g. `['timescaledb']`); none by default. */
+export async function startPostgresInstance(options: { preload?: readonly string[] } = {}): Promise<PostgresInstance> {
   const dir = await mkdtemp(path.join(tmpdir(), 'sortie-pg-'));
   if (process.getuid?.() === 0) {
     const { stdout } = await run('id', ['-u', PG_USER]);
@@ -43,9 +46,12 @@ export async function startPostgresInstance(): Promise<PostgresInstance> {
   // --no-sync only for initdb's own files; the server runs with fsync on, as in production, so what it
   // acknowledged survives the `immediate` stop.
   await asPostgres('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100`;
-  const start = async () => {
-    await asPostgres('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+  let preload = options.preload ?? [];
+  const start = async (again: { preload?: readonly string[] } = {}) => {
+    preload = again.preload ?? preload;
+    const flags = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c fsync=on', '-c max_connections=100'];
+    if (preload.length > 0) flags.push(`-c shared_preload_libraries=${preload.join(',')}`, '-c timescaledb.telemetry_level=off');
+    await asPostgres('pg_ctl', ['-D', data, '-o', flags.join(' '), '-l', path.join(dir, 'server.log'), '-w', '-t', '60', 'start']);
   };
   const stop = async (mode: 'fast' | 'immediate') => {
     await asPostgres('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
