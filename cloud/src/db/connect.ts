@@ -58,6 +58,13 @@ export async function openDatabase(options: {
       idleTimeoutMillis: 0,
       // Notice a peer that vanished without closing (a failed-over host): the kernel probes idle sockets.
       keepAlive: true,
+      // No JIT compilation. Every statement of ours is short (a batch insert, a keyset page, a bounded
+      // read of rollups or raw rows), so JIT can only cost: it compiles when the planner's estimate is
+      // large, and estimates are worst exactly where the data is cheapest to read. On TimescaleDB a
+      // compressed chunk that autovacuum has not analysed is estimated at a thousand times its batches,
+      // and an export page of a compressed flight took 470 ms, 240 ms of it compiling, instead of
+      // 3 ms: a whole export 28 times slower than before compression (docs/PERFORMANCE.md).
+      options: '-c jit=off',
     });
     // Without a listener, node treats the pool's 'error' as fatal: one Postgres restart would kill the process.
     pool.on('error', (error) => options.onPoolError?.(error));
