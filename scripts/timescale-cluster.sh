@@ -14,11 +14,14 @@ PORT="${SORTIE_TIMESCALE_PORT:-5433}"
 INSTALLER="${SORTIE_TIMESCALE_INSTALLER:-$(cd .. && pwd)/shared/timescaledb/install.sh}"
 major="$(ls /usr/lib/postgresql | sort -n | tail -1)"
 
-if [ ! -f "$INSTALLER" ]; then
-  echo "timescale-cluster: no TimescaleDB installer at $INSTALLER (set SORTIE_TIMESCALE_INSTALLER)" >&2
+if [ -f "$INSTALLER" ]; then
+  bash "$INSTALLER"   # skips when the tested version is installed
+elif [ -f "/usr/share/postgresql/$major/extension/timescaledb.control" ]; then
+  echo "timescale-cluster: no installer at $INSTALLER; using the TimescaleDB already installed"
+else
+  echo "timescale-cluster: TimescaleDB is not installed and there is no installer at $INSTALLER (set SORTIE_TIMESCALE_INSTALLER)" >&2
   exit 1
 fi
-bash "$INSTALLER"
 
 if ! pg_lsclusters -h | awk '{print $1"/"$2}' | grep -qx "$major/timescale"; then
   pg_createcluster "$major" timescale --port "$PORT" -- --auth=trust --encoding=UTF8 >/dev/null

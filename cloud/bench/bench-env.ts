@@ -12,6 +12,13 @@ import { openDatabase, type DatabaseHandle } from '../src/db/connect.ts';
 const root = resolve(import.meta.dirname, '../..');
 
 /**
+ * Where the benches' data starts: the start of yesterday (UTC). Recent, so that on the TimescaleDB
+ * path no compression policy (7 days for wide tables) compresses a bench's chunks in the middle of its
+ * run; on a day boundary, so every rollup bucket lines up the same way on every day.
+ */
+export const BENCH_START_US = (Math.floor(Date.now() / 86_400_000) - 1) * 86_400_000_000;
+
+/**
  * The Node flags `npm start` runs the server with (package.json's start script: `node <flags>
  * cloud/src/main.ts`), so a bench measures the server as it is run. They matter: the young
  * generation's cap changes the server's CPU per message by a fifth (docs/PERFORMANCE.md).

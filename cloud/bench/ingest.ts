@@ -7,7 +7,7 @@ import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import pg from 'pg';
 import { binaryArrays } from '../src/telemetry/sql/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, measureServerLoad, ownCpuMs, postgresCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
+import { api, BENCH_START_US, createOrgAndKey, measureServerLoad, ownCpuMs, postgresCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
 import type { BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
@@ -16,7 +16,7 @@ const STREAMS = Number(process.env.BENCH_STREAMS ?? 4);
 const CHANNELS = 8;
 const ROWS = 1000;
 const SAMPLE_US = 50; // 20 kHz
-const START_US = Date.UTC(2026, 0, 1) * 1000;
+const START_US = BENCH_START_US;
 let DB_NAME = '';
 
 /** Rows of batch `b` of stream `s`: 20 kHz timestamps, a noisy sine per channel. */

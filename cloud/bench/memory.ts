@@ -20,7 +20,7 @@ import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import { HEAP_GROWING_PERCENT } from '../src/platform/heap.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, registerWideDataset, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
+import { api, BENCH_START_US, createOrgAndKey, registerWideDataset, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, grpcFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 75);
@@ -36,7 +36,7 @@ const PHASE_NAMES = ['http', 'grpc', 'mavlink'] as const;
 type PhaseName = (typeof PHASE_NAMES)[number];
 const PHASES = (process.env.BENCH_PHASES ?? PHASE_NAMES.join(',')).split(',').map((p) => p.trim()) as PhaseName[];
 for (const p of PHASES) if (!PHASE_NAMES.includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (use ${PHASE_NAMES.join(',')})`);
-const START_US = Date.UTC(2026, 0, 1) * 1000;
+const START_US = BENCH_START_US;
 
 /** Current and peak resident set of a process, MB. */
 function rssOf(pid: number): { rss: number; peak: number } {

@@ -1,4 +1,5 @@
 import http2 from 'node:http2';
+import { BENCH_START_US } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 /**
@@ -8,7 +9,7 @@ import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows }
  */
 export const ROW_COUNT = 1_250_000;
 export const SAMPLE_US = 50;
-export const START_US = Date.UTC(2026, 0, 1) * 1000;
+export const START_US = BENCH_START_US;
 const BATCH = 1000;
 /** Concurrent StreamSubmit streams, each its own stretch of time. */
 const STREAMS = 5;

@@ -11,8 +11,9 @@ import {
   wideLayoutStatements,
 } from './timescale.ts';
 
-// TimescaleDB cannot be installed on the dev and CI machines, so its SQL is checked here without a
-// server: every statement the module can produce goes through PostgreSQL's own parser (libpg-query),
+// The SQL checked without a server (a real TimescaleDB runs it in timescale-startup.test.ts and
+// telemetry/timescale-compression.test.ts, which catch behaviour; this catches a renamed parameter
+// for every version at once): every statement the module can produce goes through PostgreSQL's own parser (libpg-query),
 // and every TimescaleDB function call and table option is checked against the API's parameter names.
 
 const SAMPLE = `wide_${'0123456789abcdef'.repeat(2)}`;

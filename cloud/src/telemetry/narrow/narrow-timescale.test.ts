@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkMessageTable, narrowHypertableStatements } from './narrow-timescale.ts';
 import { messageTableName } from './message-tables.ts';
 
-// TimescaleDB cannot be installed here: the statements go through PostgreSQL's own parser and every
+// Without a server (the real one runs them in telemetry/timescale-compression.test.ts): the statements go through PostgreSQL's own parser and every
 // TimescaleDB call is checked against the API's parameter names (sql/ddl_api.sql, sql/policy_api.sql
 // and sql/util_functions.sql in github.com/timescale/timescaledb, 2.13 to 2.2x).
 const API: Record<string, string[]> = {

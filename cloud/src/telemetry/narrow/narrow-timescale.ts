@@ -14,8 +14,9 @@ import type { Executor } from '../../db/executor.ts';
  *  - Compressed once NARROW_COMPRESS_AFTER_FRAMES behind the table's newest frame (~5 hours of a
  *    115 frames/s flight): an agent's spool replay after an outage lands before that, and redelivery
  *    into a compressed chunk would decompress it.
- * TimescaleDB cannot be installed on the dev and CI machines: narrow-timescale.test.ts checks these
- * statements with PostgreSQL's parser and the API's parameter names, as db/timescale.test.ts does.
+ * narrow-timescale.test.ts checks these statements with PostgreSQL's parser and the API's parameter
+ * names, as db/timescale.test.ts does; telemetry/timescale-compression.test.ts runs them on a real
+ * TimescaleDB, compressed chunks included.
  */
 
 export const NARROW_CHUNK_FRAMES = 1_000_000;
