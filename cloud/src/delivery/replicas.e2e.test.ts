@@ -258,8 +258,11 @@ describe('two cloud processes on one Postgres and one NATS', () => {
       'shutdown: delivery stopped; closing the database',
       'shutdown: complete',
     ]);
-    // Nothing went wrong on the way out (a publish cut off by the closing pool would warn here).
-    expect(a.logs().filter((l) => l.level >= 40)).toEqual([]);
+    // Nothing went wrong on the way out (a publish cut off by the closing pool would warn here). Only the
+    // way out: start-up may warn about the server (TimescaleDB offered but not preloaded, on this machine).
+    const wayOut = a.logs().slice(a.logs().findIndex((l) => String(l.msg).startsWith('shutdown:')));
+    expect(wayOut.length).toBeGreaterThan(4);
+    expect(wayOut.filter((l) => l.level >= 40)).toEqual([]);
     expect(b.logs().filter((l) => l.level >= 50)).toEqual([]);
     const stopped = a.logs('delivery queue stopped')[0]!;
     console.log(
