@@ -18,6 +18,7 @@ import { gracefulCloser } from './http/graceful-close.ts';
 import { answerParserErrors, httpServerOptions } from './http/client-error.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
 import { Metrics } from './platform/metrics.ts';
+import { LocalLiveBus, NatsLiveBus, type LiveBus } from './platform/live-bus.ts';
 import type { Outbox, OutboxJob } from './platform/outbox.ts';
 import { Readiness } from './platform/readiness.ts';
 import { resolveSecretKey } from './platform/secret-key.ts';
@@ -124,6 +125,13 @@ export class SortieService {
       reserveInline: (wanted) => engine?.reserveInline(wanted) ?? 0,
       releaseInline: (count) => engine?.releaseInline(count),
     };
+    let live: LiveBus;
+    try {
+      live = config.natsUrl ? await NatsLiveBus.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger }) : new LocalLiveBus(logger);
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
     const ctx: AppContext = {
       config,
       db: database.db,
@@ -134,10 +142,12 @@ export class SortieService {
       webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
       ...createObservability(database, logger),
       outbox,
+      live,
     };
     try {
       engine = await DeliveryEngine.create(ctx, overrides.delivery);
     } catch (error) {
+      await live.close();
       await database.close();
       throw error;
     }
@@ -214,6 +224,7 @@ export class SortieService {
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();
+    await this.ctx.live.close();
     logger.info({ phase: 'close-database' }, 'shutdown: delivery stopped; closing the database');
     await this.ctx.database.close();
     this.#releaseEmbedded?.();

@@ -28,6 +28,8 @@ export function eventsRoutes(ctx: AppContext) {
       const organizationId = c.get('principal').organizationId;
       const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
       const rows = await insertEvents(ctx.db, { organizationId, datasetId: dataset.id, events: body.events });
+      // Live followers read the dataset's new events too (a LINK_LOSS as the link drops).
+      ctx.live.committed(dataset.id);
       return c.json({ events: rows.map(toEvent) }, 201);
     })
     .get('/datasets/events', requireScope(ctx, 'datasets:read'), async (c) => {

@@ -3,6 +3,7 @@ import type { Clock } from './clock.ts';
 import type { DatabaseHandle, Db } from '../db/connect.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import type { LiveBus } from './live-bus.ts';
 import type { Outbox } from './outbox.ts';
 import type { Readiness } from './readiness.ts';
 import type { AllowList } from '../net/address-policy.ts';
@@ -25,4 +26,6 @@ export interface AppContext {
   readiness: Readiness;
   /** Where committed delivery jobs go to be published (the delivery engine, wired by service.ts). */
   outbox: Outbox;
+  /** Announces committed telemetry to live followers on every replica (NATS core, or in-process without NATS). */
+  live: LiveBus;
 }

@@ -89,6 +89,7 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
   const batch = builder.take();
   const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
   await writeWideBatch(ctx.db, target, batch);
+  if (batch.times.length > 0) ctx.live.committed(target.datasetId);
   ctx.metrics.ingested('http', 'wide', { written: batch.cells, duplicates: 0, ignored: ignoredValues }, 1);
   return { rowsWritten: batch.times.length, valuesWritten: batch.cells, ignoredKeys: [...ignored] };
 }

@@ -47,7 +47,7 @@ export async function openSink(
   const dataset = await requireDataset(ctx.db, organizationId, target.datasetId, target.experimentId || undefined);
   const factory = SINKS[dataset.storage_shape][target.format];
   // Only gRPC opens sinks (HTTP append writes through append.ts), hence the transport.
-  if (factory) return countedSink(await factory(ctx, dataset), ctx.metrics, 'grpc', dataset.storage_shape);
+  if (factory) return countedSink(await factory(ctx, dataset), ctx.metrics, 'grpc', dataset.storage_shape, () => ctx.live.committed(dataset.id));
   if (SHAPE_OF_FORMAT[target.format] !== dataset.storage_shape) {
     const carried = target.format === '' ? 'points addressed by ch_N index (the wide format)' : `the ${target.format} format`;
     throw conflict(`dataset ${dataset.id} is ${dataset.storage_shape}, but this call carries ${carried}`);

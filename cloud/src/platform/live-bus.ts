@@ -1,0 +1,131 @@
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Logger } from './logger.ts';
+
+/**
+ * Announcements that a dataset changed: a batch of telemetry committed (any ingest path), so whoever
+ * follows the dataset live reads what it added. An announcement carries the dataset alone, never data:
+ * a follower reads what is new from storage, so a follower on any replica sees exactly what Query would,
+ * and a lost or coalesced announcement delays a follower without losing anything (the next read still
+ * covers everything since the last one). Two implementations:
+ *  - LocalLiveBus: in-process, for the embedded default and a single replica without NATS;
+ *  - NatsLiveBus: NATS core subjects `<namespace>.live.dataset.<id>`, so the replica that commits a batch
+ *    reaches followers on every replica. Core NATS (no JetStream): an announcement is worth nothing
+ *    once it is late, so nothing stores it.
+ */
+export interface LiveBus {
+  /** A batch of `datasetId` committed; called after the commit, never before. Never throws, never waits. */
+  committed(datasetId: string): void;
+  /** Calls `listener` after each announcement of `datasetId` (from any replica) until the returned function is called. */
+  follow(datasetId: string, listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Listeners by dataset, the part both buses share: one entry per followed dataset, dropped with its last listener. */
+class Listeners {
+  readonly #byDataset = new Map<string, Set<() => void>>();
+
+  add(datasetId: string, listener: () => void): { first: boolean; remove: () => { last: boolean } } {
+    let set = this.#byDataset.get(datasetId);
+    const first = set === undefined;
+    if (!set) this.#byDataset.set(datasetId, (set = new Set()));
+    const entry = () => listener();
+    set.add(entry);
+    return {
+      first,
+      remove: () => {
+        set.delete(entry);
+        const last = set.size === 0 && this.#byDataset.get(datasetId) === set;
+        if (last) this.#byDataset.delete(datasetId);
+        return { last };
+      },
+    };
+  }
+
+  notify(datasetId: string, logger?: Logger): void {
+    for (const listener of this.#byDataset.get(datasetId) ?? []) {
+      try {
+        listener();
+      } catch (err) {
+        logger?.warn({ err, datasetId }, 'live follower failed on an announcement');
+      }
+    }
+  }
+}
+
+export class LocalLiveBus implements LiveBus {
+  readonly #listeners = new Listeners();
+  readonly #logger: Logger | undefined;
+
+  constructor(logger?: Logger) {
+    this.#logger = logger;
+  }
+
+  committed(datasetId: string): void {
+    // After the committing code's own continuation, as a NATS round trip would be: a follower never
+    // runs inside the ingest call that announced.
+    queueMicrotask(() => this.#listeners.notify(datasetId, this.#logger));
+  }
+
+  follow(datasetId: string, listener: () => void): () => void {
+    return this.#listeners.add(datasetId, listener).remove;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The subject of a dataset's announcements; dataset ids are UUIDs, safe as one subject token. */
+export function liveSubject(namespace: string, datasetId: string): string {
+  return `${namespace}.live.dataset.${datasetId}`;
+}
+
+export class NatsLiveBus implements LiveBus {
+  readonly #listeners = new Listeners();
+  readonly #subscriptions = new Map<string, Subscription>();
+  readonly #nc: NatsConnection;
+  readonly #namespace: string;
+  readonly #logger: Logger;
+
+  private constructor(nc: NatsConnection, namespace: string, logger: Logger) {
+    this.#nc = nc;
+    this.#namespace = namespace;
+    this.#logger = logger;
+  }
+
+  static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsLiveBus> {
+    // Servers as the delivery queue reads them (comma-separated); reconnects for ever, like it.
+    const nc = await connect({ servers: input.url.split(',').map((s) => s.trim()), name: 'sortie-live', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    return new NatsLiveBus(nc, input.namespace, input.logger);
+  }
+
+  committed(datasetId: string): void {
+    try {
+      // Empty payload: the subject says which dataset. A publish while NATS is away is buffered by
+      // the client up to its reconnect buffer and dropped after, which costs followers latency only.
+      this.#nc.publish(liveSubject(this.#namespace, datasetId));
+    } catch (err) {
+      this.#logger.warn({ err, datasetId }, 'live announcement not published');
+    }
+  }
+
+  follow(datasetId: string, listener: () => void): () => void {
+    const added = this.#listeners.add(datasetId, listener);
+    if (added.first) {
+      const subscription = this.#nc.subscribe(liveSubject(this.#namespace, datasetId), {
+        callback: (err) => {
+          if (err) this.#logger.warn({ err, datasetId }, 'live subscription error');
+          else this.#listeners.notify(datasetId, this.#logger);
+        },
+      });
+      this.#subscriptions.set(datasetId, subscription);
+    }
+    return () => {
+      if (!added.remove().last) return;
+      this.#subscriptions.get(datasetId)?.unsubscribe();
+      this.#subscriptions.delete(datasetId);
+    };
+  }
+
+  async close(): Promise<void> {
+    if (!this.#nc.isClosed()) await this.#nc.drain();
+  }
+}
