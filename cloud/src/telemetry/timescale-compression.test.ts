@@ -77,7 +77,7 @@ async function* streamOf(datasetId: string, points: readonly PointInit[], format
 }
 
 async function stream(datasetId: string, points: readonly PointInit[], format = '', batch = 4000) {
-  const r = await tm('stream'+points.length, () => client.streamSubmit(streamOf(datasetId, points, format, batch), { headers: { 'x-api-key': org.key } }));
+  const r = await client.streamSubmit(streamOf(datasetId, points, format, batch), { headers: { 'x-api-key': org.key } });
   return { written: Number(r.written), duplicates: Number(r.duplicates) };
 }
 
@@ -157,18 +157,17 @@ const text = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === '
  * Everything a client can read of a dataset, each part as text, with the ids that differ between twin
  * datasets left out.
  */
-async function tm<T>(n: string, f: () => Promise<T>): Promise<T> { const a = performance.now(); const r = await f(); process.stderr.write(`TM ${n} ${Math.round(performance.now() - a)}\n`); return r; }
 async function snapshot(datasetId: string, narrow: boolean) {
   const queries: string[] = [];
-  for (const q of narrow ? narrowQueries() : wideQueries()) queries.push(text(await tm('q', () => query(datasetId, q))));
+  for (const q of narrow ? narrowQueries() : wideQueries()) queries.push(text(await query(datasetId, q)));
   const withoutIds = (list: Array<Record<string, unknown>>) => list.map(({ id: _id, datasetId: _d, createdAt: _c, ...rest }) => rest);
   return {
     queries,
     channels: text(withoutIds((await t.call('GET', `/api/datasets/channels?datasetId=${datasetId}`, { key: org.key })).body)),
     events: text(withoutIds((await t.call('GET', `/api/datasets/events?datasetId=${datasetId}`, { key: org.key })).body)),
-    csv: text(await tm('csv', () => exported(datasetId, 'csv'))),
-    mcap: text(await tm('mcap', () => exported(datasetId, 'mcap'))),
-    rollups: text(await tm('rollups', () => rollups(datasetId))),
+    csv: text(await exported(datasetId, 'csv')),
+    mcap: text(await exported(datasetId, 'mcap')),
+    rollups: text(await rollups(datasetId)),
   };
 }
 
@@ -255,7 +254,7 @@ describe.skipIf(SKIP_TIMESCALE)('TimescaleDB: compressed chunks answer exactly a
     const tables = [...(await hypertablesOf(wide.id, false)), ...(await hypertablesOf(narrow.id, true))];
     const states = await chunkStates(tables);
     expect(states.compressed).toBe(0);
-    await tm('compress', () => compressAll(tables));
+    await compressAll(tables);
     expect(await chunkStates(tables)).toEqual({ chunks: states.chunks, compressed: states.chunks });
     // Four time chunks for the wide table; frequent messages span all three frame_seq chunks.
     expect((await chunkStates(await hypertablesOf(wide.id, false))).chunks).toBe(4);
