@@ -113,6 +113,29 @@ describe('a stream refused at its first message, with more of its body unread', 
   });
 });
 
+describe('a stream refused at its first message with a large answer, while the client is still sending', () => {
+  it('reaches the client whole: the server reads and drops the rest of the body before it closes (no reset)', async () => {
+    const message = (value: unknown) => envelope(new TextEncoder().encode(JSON.stringify(value)));
+    // An unknown format is refused naming it, so the answer is as large as the format; 4 MB follow it.
+    const filler = message({ batch: { points: Array.from({ length: 20_000 }, () => ({ channelId: '0', double: 1 })) } });
+    const body = Buffer.concat([message({ header: { datasetId: crypto.randomUUID(), format: 'x'.repeat(200_000) } }), ...Array.from({ length: 8 }, () => filler)]);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const response = await fetch(`${t.service.grpcUrl}/sortie.telemetry.v1.TelemetryService/StreamSubmit`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/connect+json', 'connect-protocol-version': '1', 'x-api-key': org.key },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(response.headers.get('connection')).toBe('close');
+      // One end-of-stream frame, whole: flags 0x02, its length, then JSON naming the error.
+      expect(bytes[0]).toBe(0x02);
+      const end = JSON.parse(bytes.subarray(5, 5 + bytes.readUInt32BE(1)).toString()) as { error: { code: string } };
+      expect(end.error.code).toBe('invalid_argument');
+    }
+  }, 60_000);
+});
+
 describe('answers Connect gives before a call starts', () => {
   it('an unknown path is 404 in the envelope with the request id; a wrong content type still carries the request id', async () => {
     const missing = await fetch(`${t.service.grpcUrl}/sortie.telemetry.v1.TelemetryService/Nothing`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { TelemetryService } from '@sortie/contracts';
@@ -110,9 +110,37 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
 function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
   const writeHead = res.writeHead;
   res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
-    if (!req.complete) res.shouldKeepAlive = false;
+    if (!req.complete) {
+      res.shouldKeepAlive = false;
+      // No socket: the client has already gone, and there is nothing to linger on.
+      const socket = req.socket as Socket | null;
+      if (socket) lingerOnClose(socket);
+    }
     return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
   } as typeof res.writeHead;
+}
+
+/** How long a connection answered early keeps reading what its client still sends before it is closed. */
+const LINGER_MS = 2000;
+
+/**
+ * Closing a socket while its client is still sending makes the kernel answer the next bytes with a
+ * reset, and a reset makes the client drop what it had received but not yet read: a large answer
+ * arrived cut ("Invalid EOF state") although the server wrote all of it. So a connection answered before
+ * its request was read to the end closes as HTTP servers' "lingering close" does: Node's closing step
+ * for it (destroySoon, after the answer is written) ends our side only, keeps reading and dropping what
+ * arrives, and closes once the client has finished sending, or after LINGER_MS.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function (this: Socket) {
+    if (this.writable) this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('end', () => this.destroy());
+    this.once('close', () => clearTimeout(timer));
+    // The request's parser may have stopped reading (the body was never consumed): drop the rest.
+    this.resume();
+  };
 }
 
 /** A path that names no RPC of the service: 404 in the spec's envelope, as on the HTTP port. */
