@@ -51,8 +51,18 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
   });
 }
 
-/** Content-Security-Policy reports and page errors: a console that works only with a looser policy fails its tests. */
-export function watchPageProblems(page: Page): string[] {
+/**
+ * Content-Security-Policy reports and page errors: a console that works only with a looser policy fails its
+ * tests. A violation that the page's own code catches (a library probing whether `eval` is allowed) logs
+ * nothing to the console, so the page's `securitypolicyviolation` events are reported too, by a listener
+ * installed before any of its scripts run.
+ */
+export async function watchPageProblems(page: Page): Promise<string[]> {
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.error(`Content Security Policy violation: ${event.effectiveDirective} blocked ${event.blockedURI || '(inline)'} at ${event.sourceFile}:${event.lineNumber}`);
+    });
+  });
   const problems: string[] = [];
   page.on('console', (message) => {
     const text = message.text();

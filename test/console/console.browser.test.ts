@@ -107,7 +107,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true, permissions: ['clipboard-read', 'clipboard-write'] });
     page = await context.newPage();
-    problems = watchPageProblems(page);
+    problems = await watchPageProblems(page);
   }, 240_000);
 
   afterAll(async () => {

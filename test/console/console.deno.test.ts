@@ -60,7 +60,7 @@ describe.skipIf(SKIP_BROWSER)('the console under deno task start', () => {
 
   it('bundles and serves the console, and a key signs in', async () => {
     const page = await browser!.newPage();
-    const problems = watchPageProblems(page);
+    const problems = await watchPageProblems(page);
     const response = await page.goto(`${url}/`);
     expect(response!.status()).toBe(200);
     expect(response!.headers()['content-security-policy']).toContain("script-src 'self'");
