@@ -97,7 +97,7 @@ interface SubResult {
   figure(pattern: RegExp): number;
 }
 
-/** Run another bench as it is, against the server at `adminUrl`. */
+/** Run another bench as it is, with its test databases on the server at `url`. */
 async function runBench(script: string, url: string, env: Record<string, string> = {}): Promise<SubResult> {
   const child = spawn(process.execPath, [resolve(root, 'cloud/bench', script)], { env: { ...process.env, ...env, SORTIE_TEST_DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createTestDatabase, TEST_ADMIN_URL, type TestDatabase } from '../testing/test-database.ts';
-import { openDatabase, type DatabaseHandle } from './connect.ts';
+import { openDatabase, preloadsTimescale, type DatabaseHandle } from './connect.ts';
 import { sql } from 'kysely';
 
 let testDb: TestDatabase;
@@ -64,4 +64,9 @@ it('keeps connections it opened under load after they fall idle, until their lif
     await defaults.end();
     await idle.close();
   }
+});
+
+it('reads shared_preload_libraries as PostgreSQL writes it: a list, names maybe quoted', () => {
+  for (const setting of ['timescaledb', 'pg_stat_statements, timescaledb', '"timescaledb",auto_explain']) expect(preloadsTimescale(setting)).toBe(true);
+  for (const setting of ['', 'pg_stat_statements', 'timescaledb_toolkit', 'my_timescaledb']) expect(preloadsTimescale(setting)).toBe(false);
 });

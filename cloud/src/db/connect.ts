@@ -125,6 +125,11 @@ export class DatabaseStartupError extends Error {
 export const PRELOAD_FIX =
   "add timescaledb to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'timescaledb') and restart PostgreSQL";
 
+/** Whether a `shared_preload_libraries` value names TimescaleDB (a list, each name maybe quoted). */
+export function preloadsTimescale(setting: string): boolean {
+  return setting.split(',').some((library) => /^\s*"?timescaledb"?\s*$/.test(library));
+}
+
 /**
  * TimescaleDB is used when present (compose runs it) and never required (dev machines may run plain
  * Postgres). We create the extension only when the server offers it in a version we support and loads
@@ -141,7 +146,7 @@ export async function detectTimescale(handle: DatabaseHandle): Promise<Timescale
   `.execute(handle.db);
   const row = offered.rows[0];
   if (row === undefined) return { path: 'absent' };
-  const preloaded = row.preload.split(',').some((library) => /^\s*"?timescaledb"?\s*$/.test(library));
+  const preloaded = preloadsTimescale(row.preload);
   if (row.installed_version !== null) {
     if (!preloaded) {
       throw new DatabaseStartupError(

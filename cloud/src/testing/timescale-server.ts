@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { preloadsTimescale } from '../db/connect.ts';
 import { TEST_ADMIN_URL } from './test-database.ts';
 
 /**
@@ -33,7 +34,7 @@ export async function timescaleOffer(adminUrl: string): Promise<ServerOffer> {
               current_setting('shared_preload_libraries') as preload`,
     );
     const row = offer.rows[0]!;
-    return { offered: row.version ?? undefined, preloaded: row.preload.split(',').some((l) => l.trim() === 'timescaledb') };
+    return { offered: row.version ?? undefined, preloaded: preloadsTimescale(row.preload) };
   } finally {
     await client.end();
   }
