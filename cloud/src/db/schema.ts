@@ -93,6 +93,8 @@ export interface EventsTable {
   message: string;
   data: Json<Record<string, unknown>>;
   created_at: CreatedAt;
+  /** Set on insert and on every update (a LIMIT crossing's end): live followers read events by it. */
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface CommandTemplatesTable {

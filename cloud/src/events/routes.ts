@@ -29,7 +29,7 @@ export function eventsRoutes(ctx: AppContext) {
       const dataset = await requireDataset(ctx.db, organizationId, body.datasetId, body.experimentId);
       const rows = await insertEvents(ctx.db, { organizationId, datasetId: dataset.id, events: body.events });
       // Live followers read the dataset's new events too (a LINK_LOSS as the link drops).
-      ctx.live.committed(dataset.id);
+      ctx.live.committed(dataset.id, 'events');
       return c.json({ events: rows.map(toEvent) }, 201);
     })
     .get('/datasets/events', requireScope(ctx, 'datasets:read'), async (c) => {

@@ -3,7 +3,7 @@ import type { Logger } from './logger.ts';
 
 /**
  * Announcements that a dataset changed: a batch of telemetry committed (any ingest path), so whoever
- * follows the dataset live reads what it added. An announcement carries the dataset alone, never data:
+ * follows the dataset live reads what it added. An announcement carries the dataset and what changed, never data:
  * a follower reads what is new from storage, so a follower on any replica sees exactly what Query would,
  * and a lost or coalesced announcement delays a follower without losing anything (the next read still
  * covers everything since the last one). Two implementations:
@@ -13,22 +13,31 @@ import type { Logger } from './logger.ts';
  *    once it is late, so nothing stores it.
  */
 export interface LiveBus {
-  /** A batch of `datasetId` committed; called after the commit, never before. Never throws, never waits. */
-  committed(datasetId: string): void;
+  /** A change of `datasetId` committed; called after the commit, never before. Never throws, never waits. */
+  committed(datasetId: string, change?: LiveChange): void;
   /** Calls `listener` after each announcement of `datasetId` (from any replica) until the returned function is called. */
-  follow(datasetId: string, listener: () => void): () => void;
+  follow(datasetId: string, listener: LiveListener): () => void;
   close(): Promise<void>;
 }
 
+/**
+ * What changed, so a follower reads only that part: telemetry rows, the dataset's events (stored or
+ * updated, LIMIT crossings included), or its commands (logged, dispatched, delivered, acknowledged,
+ * timed out, retracted).
+ */
+export type LiveChange = 'telemetry' | 'events' | 'commands';
+export type LiveListener = (change: LiveChange) => void;
+const CHANGES: ReadonlySet<string> = new Set<LiveChange>(['telemetry', 'events', 'commands']);
+
 /** Listeners by dataset, the part both buses share: one entry per followed dataset, dropped with its last listener. */
 class Listeners {
-  readonly #byDataset = new Map<string, Set<() => void>>();
+  readonly #byDataset = new Map<string, Set<LiveListener>>();
 
-  add(datasetId: string, listener: () => void): { first: boolean; remove: () => { last: boolean } } {
+  add(datasetId: string, listener: LiveListener): { first: boolean; remove: () => { last: boolean } } {
     let set = this.#byDataset.get(datasetId);
     const first = set === undefined;
     if (!set) this.#byDataset.set(datasetId, (set = new Set()));
-    const entry = () => listener();
+    const entry: LiveListener = (change) => listener(change);
     set.add(entry);
     return {
       first,
@@ -41,10 +50,10 @@ class Listeners {
     };
   }
 
-  notify(datasetId: string, logger?: Logger): void {
+  notify(datasetId: string, change: LiveChange, logger?: Logger): void {
     for (const listener of this.#byDataset.get(datasetId) ?? []) {
       try {
-        listener();
+        listener(change);
       } catch (err) {
         logger?.warn({ err, datasetId }, 'live follower failed on an announcement');
       }
@@ -60,13 +69,13 @@ export class LocalLiveBus implements LiveBus {
     this.#logger = logger;
   }
 
-  committed(datasetId: string): void {
+  committed(datasetId: string, change: LiveChange = 'telemetry'): void {
     // After the committing code's own continuation, as a NATS round trip would be: a follower never
     // runs inside the ingest call that announced.
-    queueMicrotask(() => this.#listeners.notify(datasetId, this.#logger));
+    queueMicrotask(() => this.#listeners.notify(datasetId, change, this.#logger));
   }
 
-  follow(datasetId: string, listener: () => void): () => void {
+  follow(datasetId: string, listener: LiveListener): () => void {
     return this.#listeners.add(datasetId, listener).remove;
   }
 
@@ -97,23 +106,27 @@ export class NatsLiveBus implements LiveBus {
     return new NatsLiveBus(nc, input.namespace, input.logger);
   }
 
-  committed(datasetId: string): void {
+  committed(datasetId: string, change: LiveChange = 'telemetry'): void {
     try {
-      // Empty payload: the subject says which dataset. A publish while NATS is away is buffered by
+      // The subject says which dataset, the payload what changed. A publish while NATS is away is buffered by
       // the client up to its reconnect buffer and dropped after, which costs followers latency only.
-      this.#nc.publish(liveSubject(this.#namespace, datasetId));
+      this.#nc.publish(liveSubject(this.#namespace, datasetId), change);
     } catch (err) {
       this.#logger.warn({ err, datasetId }, 'live announcement not published');
     }
   }
 
-  follow(datasetId: string, listener: () => void): () => void {
+  follow(datasetId: string, listener: LiveListener): () => void {
     const added = this.#listeners.add(datasetId, listener);
     if (added.first) {
       const subscription = this.#nc.subscribe(liveSubject(this.#namespace, datasetId), {
-        callback: (err) => {
+        callback: (err, msg) => {
           if (err) this.#logger.warn({ err, datasetId }, 'live subscription error');
-          else this.#listeners.notify(datasetId, this.#logger);
+          else {
+            // An unknown payload (a newer replica's kind) reads as "anything may have changed".
+            const sent = msg.string();
+            this.#listeners.notify(datasetId, (CHANGES.has(sent) ? sent : 'telemetry') as LiveChange, this.#logger);
+          }
         },
       });
       this.#subscriptions.set(datasetId, subscription);

@@ -8,6 +8,7 @@ import * as m0006 from './0006-narrow-boot-clock.ts';
 import * as m0007 from './0007-narrow-message-tables.ts';
 import * as m0008 from './0008-api-key-changes.ts';
 import * as m0009 from './0009-delivery-row-costs.ts';
+import * as m0010 from './0010-live-events.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '0007-narrow-message-tables': m0007,
   '0008-api-key-changes': m0008,
   '0009-delivery-row-costs': m0009,
+  '0010-live-events': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {

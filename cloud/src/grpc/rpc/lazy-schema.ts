@@ -4,6 +4,7 @@ import {
   FieldDescriptorProtoSchema,
   FileDescriptorProtoSchema,
   file_google_protobuf_empty,
+  file_google_protobuf_struct,
   file_google_protobuf_timestamp,
 } from '@bufbuild/protobuf/wkt';
 import { file_sortie_telemetry_v1_telemetry, type PointBatch, type StreamSessionHeader, type TelemetryPoint } from '@sortie/contracts';
@@ -27,6 +28,7 @@ function lazyTelemetryService(): DescService {
   }
   const deps: Record<string, typeof file_google_protobuf_empty> = {
     'google/protobuf/empty.proto': file_google_protobuf_empty,
+    'google/protobuf/struct.proto': file_google_protobuf_struct,
     'google/protobuf/timestamp.proto': file_google_protobuf_timestamp,
   };
   const registry = createFileRegistry(proto, (name) => deps[name]);

@@ -66,14 +66,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Empty, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_empty, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file sortie/telemetry/v1/telemetry.proto.
  */
 export const file_sortie_telemetry_v1_telemetry: GenFile = /*@__PURE__*/
-  fileDesc("CiNzb3J0aWUvdGVsZW1ldHJ5L3YxL3RlbGVtZXRyeS5wcm90bxITc29ydGllLnRlbGVtZXRyeS52MSLYAgoOVGVsZW1ldHJ5UG9pbnQSLQoJdGltZXN0YW1wGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjaGFubmVsX2lkGAIgASgJEhAKBnN0cmluZxgDIAEoCUgAEhAKBmRvdWJsZRgEIAEoAUgAEg8KBWZsb2F0GAUgASgCSAASDgoEYm9vbBgGIAEoCEgAEg8KBWludDMyGAcgASgFSAASEAoGdWludDMyGAggASgNSAASDwoFaW50NjQYCSABKANIABIQCgZ1aW50NjQYCiABKARIABITCgliaXRfZmllbGQYCyABKAxIABIOCgRlbnVtGAwgASgNSAASJwoFZW1wdHkYDSABKAsyFi5nb29nbGUucHJvdG9idWYuRW1wdHlIABIPCgVieXRlcxgOIAEoDEgAEhEKCWZyYW1lX3NlcRgPIAEoBEIGCgR0eXBlIm8KDVN1Ym1pdFJlcXVlc3QSFQoNZXhwZXJpbWVudF9pZBgBIAEoCRISCgpkYXRhc2V0X2lkGAIgASgJEjMKBnBvaW50cxgDIAMoCzIjLnNvcnRpZS50ZWxlbWV0cnkudjEuVGVsZW1ldHJ5UG9pbnQiYQoOU3VibWl0UmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAQSDwoHd3JpdHRlbhgCIAEoBBIPCgdpZ25vcmVkGAMgASgEEhsKE2lnbm9yZWRfY2hhbm5lbF9pZHMYBCADKAkiUAoTU3RyZWFtU2Vzc2lvbkhlYWRlchIVCg1leHBlcmltZW50X2lkGAEgASgJEhIKCmRhdGFzZXRfaWQYAiABKAkSDgoGZm9ybWF0GAMgASgJIkEKClBvaW50QmF0Y2gSMwoGcG9pbnRzGAEgAygLMiMuc29ydGllLnRlbGVtZXRyeS52MS5UZWxlbWV0cnlQb2ludCLEAQoTU3RyZWFtU3VibWl0UmVxdWVzdBI6CgZoZWFkZXIYASABKAsyKC5zb3J0aWUudGVsZW1ldHJ5LnYxLlN0cmVhbVNlc3Npb25IZWFkZXJIABI0CgVwb2ludBgCIAEoCzIjLnNvcnRpZS50ZWxlbWV0cnkudjEuVGVsZW1ldHJ5UG9pbnRIABIwCgViYXRjaBgDIAEoCzIfLnNvcnRpZS50ZWxlbWV0cnkudjEuUG9pbnRCYXRjaEgAQgkKB21lc3NhZ2UijQEKFFN0cmVhbVN1Ym1pdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgEEg8KB3dyaXR0ZW4YAiABKAQSDwoHaWdub3JlZBgDIAEoBBIbChNpZ25vcmVkX2NoYW5uZWxfaWRzGAQgAygJEhAKCG1lc3NhZ2VzGAUgASgEEhIKCmR1cGxpY2F0ZXMYBiABKAQiwAEKDFF1ZXJ5UmVxdWVzdBIVCg1leHBlcmltZW50X2lkGAEgASgJEhIKCmRhdGFzZXRfaWQYAiABKAkSEwoLY2hhbm5lbF9pZHMYAyADKAkSKAoEZnJvbRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KFm1heF9wb2ludHNfcGVyX2NoYW5uZWwYBiABKAUiVgoNUXVlcnlSZXNwb25zZRIrCgZzZXJpZXMYASADKAsyGy5zb3J0aWUudGVsZW1ldHJ5LnYxLlNlcmllcxIYChB0b3RhbF9yYXdfcG9pbnRzGAIgASgEImIKBlNlcmllcxISCgpjaGFubmVsX2lkGAEgASgJEjAKBnBvaW50cxgCIAMoCzIgLnNvcnRpZS50ZWxlbWV0cnkudjEuU2VyaWVzUG9pbnQSEgoKcmF3X3BvaW50cxgDIAEoBCJLCgtTZXJpZXNQb2ludBItCgl0aW1lc3RhbXAYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXZhbHVlGAIgASgBMpwCChBUZWxlbWV0cnlTZXJ2aWNlElEKBlN1Ym1pdBIiLnNvcnRpZS50ZWxlbWV0cnkudjEuU3VibWl0UmVxdWVzdBojLnNvcnRpZS50ZWxlbWV0cnkudjEuU3VibWl0UmVzcG9uc2USZQoMU3RyZWFtU3VibWl0Eiguc29ydGllLnRlbGVtZXRyeS52MS5TdHJlYW1TdWJtaXRSZXF1ZXN0Gikuc29ydGllLnRlbGVtZXRyeS52MS5TdHJlYW1TdWJtaXRSZXNwb25zZSgBEk4KBVF1ZXJ5EiEuc29ydGllLnRlbGVtZXRyeS52MS5RdWVyeVJlcXVlc3QaIi5zb3J0aWUudGVsZW1ldHJ5LnYxLlF1ZXJ5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_empty, file_google_protobuf_timestamp]);
+  fileDesc("CiNzb3J0aWUvdGVsZW1ldHJ5L3YxL3RlbGVtZXRyeS5wcm90bxITc29ydGllLnRlbGVtZXRyeS52MSLYAgoOVGVsZW1ldHJ5UG9pbnQSLQoJdGltZXN0YW1wGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjaGFubmVsX2lkGAIgASgJEhAKBnN0cmluZxgDIAEoCUgAEhAKBmRvdWJsZRgEIAEoAUgAEg8KBWZsb2F0GAUgASgCSAASDgoEYm9vbBgGIAEoCEgAEg8KBWludDMyGAcgASgFSAASEAoGdWludDMyGAggASgNSAASDwoFaW50NjQYCSABKANIABIQCgZ1aW50NjQYCiABKARIABITCgliaXRfZmllbGQYCyABKAxIABIOCgRlbnVtGAwgASgNSAASJwoFZW1wdHkYDSABKAsyFi5nb29nbGUucHJvdG9idWYuRW1wdHlIABIPCgVieXRlcxgOIAEoDEgAEhEKCWZyYW1lX3NlcRgPIAEoBEIGCgR0eXBlIm8KDVN1Ym1pdFJlcXVlc3QSFQoNZXhwZXJpbWVudF9pZBgBIAEoCRISCgpkYXRhc2V0X2lkGAIgASgJEjMKBnBvaW50cxgDIAMoCzIjLnNvcnRpZS50ZWxlbWV0cnkudjEuVGVsZW1ldHJ5UG9pbnQiYQoOU3VibWl0UmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAQSDwoHd3JpdHRlbhgCIAEoBBIPCgdpZ25vcmVkGAMgASgEEhsKE2lnbm9yZWRfY2hhbm5lbF9pZHMYBCADKAkiUAoTU3RyZWFtU2Vzc2lvbkhlYWRlchIVCg1leHBlcmltZW50X2lkGAEgASgJEhIKCmRhdGFzZXRfaWQYAiABKAkSDgoGZm9ybWF0GAMgASgJIkEKClBvaW50QmF0Y2gSMwoGcG9pbnRzGAEgAygLMiMuc29ydGllLnRlbGVtZXRyeS52MS5UZWxlbWV0cnlQb2ludCLEAQoTU3RyZWFtU3VibWl0UmVxdWVzdBI6CgZoZWFkZXIYASABKAsyKC5zb3J0aWUudGVsZW1ldHJ5LnYxLlN0cmVhbVNlc3Npb25IZWFkZXJIABI0CgVwb2ludBgCIAEoCzIjLnNvcnRpZS50ZWxlbWV0cnkudjEuVGVsZW1ldHJ5UG9pbnRIABIwCgViYXRjaBgDIAEoCzIfLnNvcnRpZS50ZWxlbWV0cnkudjEuUG9pbnRCYXRjaEgAQgkKB21lc3NhZ2UijQEKFFN0cmVhbVN1Ym1pdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgEEg8KB3dyaXR0ZW4YAiABKAQSDwoHaWdub3JlZBgDIAEoBBIbChNpZ25vcmVkX2NoYW5uZWxfaWRzGAQgAygJEhAKCG1lc3NhZ2VzGAUgASgEEhIKCmR1cGxpY2F0ZXMYBiABKAQiwAEKDFF1ZXJ5UmVxdWVzdBIVCg1leHBlcmltZW50X2lkGAEgASgJEhIKCmRhdGFzZXRfaWQYAiABKAkSEwoLY2hhbm5lbF9pZHMYAyADKAkSKAoEZnJvbRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KFm1heF9wb2ludHNfcGVyX2NoYW5uZWwYBiABKAUiVgoNUXVlcnlSZXNwb25zZRIrCgZzZXJpZXMYASADKAsyGy5zb3J0aWUudGVsZW1ldHJ5LnYxLlNlcmllcxIYChB0b3RhbF9yYXdfcG9pbnRzGAIgASgEImIKBlNlcmllcxISCgpjaGFubmVsX2lkGAEgASgJEjAKBnBvaW50cxgCIAMoCzIgLnNvcnRpZS50ZWxlbWV0cnkudjEuU2VyaWVzUG9pbnQSEgoKcmF3X3BvaW50cxgDIAEoBCJLCgtTZXJpZXNQb2ludBItCgl0aW1lc3RhbXAYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXZhbHVlGAIgASgBIoEBCg1Gb2xsb3dSZXF1ZXN0EhUKDWV4cGVyaW1lbnRfaWQYASABKAkSEgoKZGF0YXNldF9pZBgCIAEoCRITCgtjaGFubmVsX2lkcxgDIAMoCRIRCgl3aW5kb3dfbXMYBCABKA0SHQoVbWF4X3BvaW50c19wZXJfd2luZG93GAUgASgFIuIBCgxGb2xsb3dVcGRhdGUSDQoFcmVzZXQYASABKAgSKwoGc2VyaWVzGAIgAygLMhsuc29ydGllLnRlbGVtZXRyeS52MS5TZXJpZXMSKAoEaGVhZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoGZXZlbnRzGAQgAygLMiAuc29ydGllLnRlbGVtZXRyeS52MS5Gb2xsb3dFdmVudBIpCghjb21tYW5kcxgFIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZHJvcHBlZBgGIAEoBCKJAQoLRm9sbG93RXZlbnQSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEa2luZBgDIAEoCRIPCgdtZXNzYWdlGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Mu8CChBUZWxlbWV0cnlTZXJ2aWNlElEKBlN1Ym1pdBIiLnNvcnRpZS50ZWxlbWV0cnkudjEuU3VibWl0UmVxdWVzdBojLnNvcnRpZS50ZWxlbWV0cnkudjEuU3VibWl0UmVzcG9uc2USZQoMU3RyZWFtU3VibWl0Eiguc29ydGllLnRlbGVtZXRyeS52MS5TdHJlYW1TdWJtaXRSZXF1ZXN0Gikuc29ydGllLnRlbGVtZXRyeS52MS5TdHJlYW1TdWJtaXRSZXNwb25zZSgBEk4KBVF1ZXJ5EiEuc29ydGllLnRlbGVtZXRyeS52MS5RdWVyeVJlcXVlc3QaIi5zb3J0aWUudGVsZW1ldHJ5LnYxLlF1ZXJ5UmVzcG9uc2USUQoGRm9sbG93EiIuc29ydGllLnRlbGVtZXRyeS52MS5Gb2xsb3dSZXF1ZXN0GiEuc29ydGllLnRlbGVtZXRyeS52MS5Gb2xsb3dVcGRhdGUwAWIGcHJvdG8z", [file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One measurement of one channel at one instant.
@@ -611,6 +611,172 @@ export const SeriesPointSchema: GenMessage<SeriesPoint> = /*@__PURE__*/
   messageDesc(file_sortie_telemetry_v1_telemetry, 10);
 
 /**
+ * Request of Follow.
+ *
+ * @generated from message sortie.telemetry.v1.FollowRequest
+ */
+export type FollowRequest = Message<"sortie.telemetry.v1.FollowRequest"> & {
+  /**
+   * Experiment that owns the dataset (optional, as in Query).
+   *
+   * @generated from field: string experiment_id = 1;
+   */
+  experimentId: string;
+
+  /**
+   * Dataset to follow.
+   *
+   * @generated from field: string dataset_id = 2;
+   */
+  datasetId: string;
+
+  /**
+   * Channels to follow, addressed as in QueryRequest.channel_ids (ch_N index
+   * for wide datasets, signal name for narrow ones). May be empty: the stream
+   * then carries events and command changes only.
+   *
+   * @generated from field: repeated string channel_ids = 3;
+   */
+  channelIds: string[];
+
+  /**
+   * Width of the sliding window in milliseconds, ending at the dataset's
+   * newest sample. 0: 60000 (one minute). At most 86400000 (one day).
+   *
+   * @generated from field: uint32 window_ms = 4;
+   */
+  windowMs: number;
+
+  /**
+   * Point budget per channel per window: the first update holds at most this
+   * many samples per channel, and later updates add at most this many per
+   * window width of data (the server keeps each time slice's first, minimum
+   * and maximum sample). 0 or negative: 1000. At most 10000.
+   *
+   * @generated from field: int32 max_points_per_window = 5;
+   */
+  maxPointsPerWindow: number;
+};
+
+/**
+ * Describes the message sortie.telemetry.v1.FollowRequest.
+ * Use `create(FollowRequestSchema)` to create a new message.
+ */
+export const FollowRequestSchema: GenMessage<FollowRequest> = /*@__PURE__*/
+  messageDesc(file_sortie_telemetry_v1_telemetry, 11);
+
+/**
+ * One message of a Follow stream.
+ *
+ * @generated from message sortie.telemetry.v1.FollowUpdate
+ */
+export type FollowUpdate = Message<"sortie.telemetry.v1.FollowUpdate"> & {
+  /**
+   * True on the first update, and whenever the server dropped increments the
+   * follower had not read in time (it read too slowly): replace every series
+   * held with this update's series, which are the window's current state.
+   * False: append this update's samples to what is held.
+   *
+   * @generated from field: bool reset = 1;
+   */
+  reset: boolean;
+
+  /**
+   * One series per requested channel, in request order: the samples added
+   * since the previous update (possibly none), in time order. raw_points
+   * counts the stored samples they stand for.
+   *
+   * @generated from field: repeated sortie.telemetry.v1.Series series = 2;
+   */
+  series: Series[];
+
+  /**
+   * Time of the newest sample this update accounts for (the window's right
+   * edge); unset while the followed channels hold no sample.
+   *
+   * @generated from field: google.protobuf.Timestamp head = 3;
+   */
+  head?: Timestamp | undefined;
+
+  /**
+   * Events of the dataset stored or changed since the previous update (the
+   * first update: the window's events). An event sent again with the same id
+   * replaces the earlier one (a LIMIT crossing is sent when it starts and
+   * again when it ends).
+   *
+   * @generated from field: repeated sortie.telemetry.v1.FollowEvent events = 4;
+   */
+  events: FollowEvent[];
+
+  /**
+   * Commands of the dataset whose status changed since the previous update
+   * (the first update: every command of the dataset), as
+   * GET /api/commands/{commandId} shows them. Empty unless the key has scope
+   * commands:read.
+   *
+   * @generated from field: repeated google.protobuf.Struct commands = 5;
+   */
+  commands: JsonObject[];
+
+  /**
+   * Increments dropped for this follower since the stream began because it
+   * read too slowly (each drop ends with a reset update).
+   *
+   * @generated from field: uint64 dropped = 6;
+   */
+  dropped: bigint;
+};
+
+/**
+ * Describes the message sortie.telemetry.v1.FollowUpdate.
+ * Use `create(FollowUpdateSchema)` to create a new message.
+ */
+export const FollowUpdateSchema: GenMessage<FollowUpdate> = /*@__PURE__*/
+  messageDesc(file_sortie_telemetry_v1_telemetry, 12);
+
+/**
+ * A dataset event on the series' time axis (aligned time for narrow
+ * datasets), as the events list shows it.
+ *
+ * @generated from message sortie.telemetry.v1.FollowEvent
+ */
+export type FollowEvent = Message<"sortie.telemetry.v1.FollowEvent"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * LINK_LOSS, LINK_REGAINED, LIMIT, or a kind the producer chose.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string message = 4;
+   */
+  message: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct data = 5;
+   */
+  data?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message sortie.telemetry.v1.FollowEvent.
+ * Use `create(FollowEventSchema)` to create a new message.
+ */
+export const FollowEventSchema: GenMessage<FollowEvent> = /*@__PURE__*/
+  messageDesc(file_sortie_telemetry_v1_telemetry, 13);
+
+/**
  * Telemetry ingest and read-back on port 50051.
  *
  * @generated from service sortie.telemetry.v1.TelemetryService
@@ -649,6 +815,24 @@ export const TelemetryService: GenService<{
     methodKind: "unary";
     input: typeof QueryRequestSchema;
     output: typeof QueryResponseSchema;
+  },
+  /**
+   * Follows a dataset live (server-streaming): the first update holds the
+   * window's current downsampled series from storage, every later one what
+   * committed batches added since, the dataset's new or changed events (LIMIT
+   * crossings among them) and its commands' status changes, in one ordered
+   * stream. Any replica serves any follower: a committed batch is announced to
+   * every replica. The stream runs until the client cancels it or the server
+   * shuts down (then it ends with UNAVAILABLE, and a client reconnects).
+   * Requires scope telemetry:read; a key with commands:read also sees
+   * command changes.
+   *
+   * @generated from rpc sortie.telemetry.v1.TelemetryService.Follow
+   */
+  follow: {
+    methodKind: "server_streaming";
+    input: typeof FollowRequestSchema;
+    output: typeof FollowUpdateSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sortie_telemetry_v1_telemetry, 0);
