@@ -18,7 +18,7 @@ export { newRequestId, queryString } from './http.ts';
 export { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
 export type { InputOf, OperationId, OutputOf } from './routes.ts';
 export { authInterceptor, createTelemetryClient, rpcError } from './telemetry.ts';
-export type { QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
+export type { FollowRequestInit, QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
 
 export interface SortieClientOptions {
   /** The service's HTTP address, e.g. `http://localhost:8080`. */

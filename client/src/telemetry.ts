@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import type { Interceptor, Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-web';
 import { API_KEY_HEADER, ERROR_STATUS, TelemetryService } from '@sortie/contracts';
-import type { ErrorCode, QueryRequestSchema, QueryResponse, SubmitRequestSchema, SubmitResponse } from '@sortie/contracts';
+import type { ErrorCode, FollowRequestSchema, FollowUpdate, QueryRequestSchema, QueryResponse, SubmitRequestSchema, SubmitResponse } from '@sortie/contracts';
 import { SortieApiError } from './errors.ts';
 import { newRequestId, REQUEST_ID_HEADER, type ResponseInfo } from './http.ts';
 
@@ -12,6 +12,7 @@ export const ERROR_CODE_TRAILER = 'x-sortie-error-code';
 
 export type QueryRequestInit = MessageInitShape<typeof QueryRequestSchema>;
 export type SubmitRequestInit = MessageInitShape<typeof SubmitRequestSchema>;
+export type FollowRequestInit = MessageInitShape<typeof FollowRequestSchema>;
 
 export interface RpcOptions {
   signal?: AbortSignal;
@@ -72,6 +73,12 @@ export interface TelemetryClient {
   query(request: QueryRequestInit, options?: RpcOptions): Promise<QueryResponse>;
   /** One batch of points into one dataset (scope telemetry:write). */
   submit(request: SubmitRequestInit, options?: RpcOptions): Promise<SubmitResponse>;
+  /**
+   * Follow a dataset live (scope telemetry:read): the window's series first (`reset`), then what each
+   * committed batch adds, events and command changes, until `signal` aborts (the iteration then ends
+   * quietly) or the stream fails (thrown as SortieApiError, like the other calls). No timeout applies.
+   */
+  follow(request: FollowRequestInit, options?: Omit<RpcOptions, 'timeoutMs'>): AsyncIterable<FollowUpdate>;
 }
 
 /**
@@ -107,5 +114,25 @@ export function createTelemetryClient(options: { baseUrl: string; apiKey?: strin
       run((headers, signal, timeoutMs) => client.query(request, { headers, signal, timeoutMs }), 'TelemetryService.Query', rpc),
     submit: (request, rpc) =>
       run((headers, signal, timeoutMs) => client.submit(request, { headers, signal, timeoutMs }), 'TelemetryService.Submit', rpc),
+    follow: (request, rpc = {}) => ({
+      async *[Symbol.asyncIterator]() {
+        const requestId = rpc.requestId ?? newRequestId();
+        const headers = new Headers({ [REQUEST_ID_HEADER]: requestId });
+        let answered = false;
+        try {
+          for await (const update of client.follow(request, { headers, signal: rpc.signal })) {
+            if (!answered) rpc.onResponse?.({ operationId: 'TelemetryService.Follow', status: 200, requestId });
+            answered = true;
+            yield update;
+          }
+        } catch (error) {
+          // The caller's own abort ends the iteration: that is how a follower stops.
+          if (rpc.signal?.aborted && error instanceof ConnectError && error.code === Code.Canceled) return;
+          const mapped = rpcError(error, requestId);
+          if (mapped instanceof SortieApiError) rpc.onResponse?.({ operationId: 'TelemetryService.Follow', status: mapped.status, requestId: mapped.requestId });
+          throw mapped;
+        }
+      },
+    }),
   };
 }

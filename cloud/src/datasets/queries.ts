@@ -36,7 +36,8 @@ export function listChannelRows(db: Executor, datasetId: string): Promise<Channe
   return db.selectFrom('channels').selectAll().where('dataset_id', '=', datasetId).orderBy('col_index').orderBy('col_name').execute();
 }
 
-export function toDataset(row: DatasetRow): Dataset {
+/** A dataset as the API shows it; `lastDataAt` from the live bus, when the caller has it. */
+export function toDataset(row: DatasetRow, lastDataAt?: Date): Dataset {
   return {
     id: row.id,
     experimentId: row.experiment_id,
@@ -46,6 +47,7 @@ export function toDataset(row: DatasetRow): Dataset {
     dialect: row.dialect,
     format: row.format,
     createdAt: row.created_at.toISOString(),
+    lastDataAt: lastDataAt?.toISOString() ?? null,
   };
 }
 

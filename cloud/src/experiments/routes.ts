@@ -18,7 +18,7 @@ export function experimentsRoutes(ctx: AppContext) {
         name: e.name,
         description: e.description,
         createdAt: e.created_at.toISOString(),
-        datasets: datasets.filter((d) => d.experiment_id === e.id).map(toDataset),
+        datasets: datasets.filter((d) => d.experiment_id === e.id).map((d) => toDataset(d, ctx.live.lastCommitted(d.id))),
       }));
       return c.json(result);
     })

@@ -17,7 +17,41 @@ export interface LiveBus {
   committed(datasetId: string, change?: LiveChange): void;
   /** Calls `listener` after each announcement of `datasetId` (from any replica) until the returned function is called. */
   follow(datasetId: string, listener: LiveListener): () => void;
+  /**
+   * When telemetry of `datasetId` was last announced by any replica (as this replica heard it), within
+   * the last RECENT_MS; undefined otherwise. What marks a flight "live" in lists.
+   */
+  lastCommitted(datasetId: string): Date | undefined;
   close(): Promise<void>;
+}
+
+/** How long a dataset's last telemetry announcement is remembered (lists show it as "data N s ago"). */
+export const RECENT_MS = 10 * 60_000;
+
+/**
+ * The last telemetry announcement per dataset, forgetting those older than RECENT_MS. Bounded by the
+ * datasets that received telemetry in the last ten minutes, swept as it is written.
+ */
+class RecentCommits {
+  readonly #at = new Map<string, number>();
+  #swept = 0;
+
+  note(datasetId: string, now = Date.now()): void {
+    // Re-inserted so the map stays in announcement order: the sweep stops at the first recent entry.
+    this.#at.delete(datasetId);
+    this.#at.set(datasetId, now);
+    if (now - this.#swept < 60_000) return;
+    this.#swept = now;
+    for (const [id, at] of this.#at) {
+      if (now - at <= RECENT_MS) break;
+      this.#at.delete(id);
+    }
+  }
+
+  get(datasetId: string, now = Date.now()): Date | undefined {
+    const at = this.#at.get(datasetId);
+    return at !== undefined && now - at <= RECENT_MS ? new Date(at) : undefined;
+  }
 }
 
 /**
@@ -63,6 +97,7 @@ class Listeners {
 
 export class LocalLiveBus implements LiveBus {
   readonly #listeners = new Listeners();
+  readonly #recent = new RecentCommits();
   readonly #logger: Logger | undefined;
 
   constructor(logger?: Logger) {
@@ -70,6 +105,7 @@ export class LocalLiveBus implements LiveBus {
   }
 
   committed(datasetId: string, change: LiveChange = 'telemetry'): void {
+    if (change === 'telemetry') this.#recent.note(datasetId);
     // After the committing code's own continuation, as a NATS round trip would be: a follower never
     // runs inside the ingest call that announced.
     queueMicrotask(() => this.#listeners.notify(datasetId, change, this.#logger));
@@ -77,6 +113,10 @@ export class LocalLiveBus implements LiveBus {
 
   follow(datasetId: string, listener: LiveListener): () => void {
     return this.#listeners.add(datasetId, listener).remove;
+  }
+
+  lastCommitted(datasetId: string): Date | undefined {
+    return this.#recent.get(datasetId);
   }
 
   async close(): Promise<void> {}
@@ -90,6 +130,7 @@ export function liveSubject(namespace: string, datasetId: string): string {
 export class NatsLiveBus implements LiveBus {
   readonly #listeners = new Listeners();
   readonly #subscriptions = new Map<string, Subscription>();
+  readonly #recent = new RecentCommits();
   readonly #nc: NatsConnection;
   readonly #namespace: string;
   readonly #logger: Logger;
@@ -98,6 +139,13 @@ export class NatsLiveBus implements LiveBus {
     this.#nc = nc;
     this.#namespace = namespace;
     this.#logger = logger;
+    // Every replica hears every dataset's telemetry announcements, only to know which flights are
+    // live: one small message per committed batch, the cost of a list that is true on any replica.
+    nc.subscribe(`${namespace}.live.dataset.*`, {
+      callback: (err, msg) => {
+        if (!err && msg.string() === 'telemetry') this.#recent.note(msg.subject.slice(msg.subject.lastIndexOf('.') + 1));
+      },
+    });
   }
 
   static async connect(input: { url: string; namespace: string; logger: Logger }): Promise<NatsLiveBus> {
@@ -136,6 +184,10 @@ export class NatsLiveBus implements LiveBus {
       this.#subscriptions.get(datasetId)?.unsubscribe();
       this.#subscriptions.delete(datasetId);
     };
+  }
+
+  lastCommitted(datasetId: string): Date | undefined {
+    return this.#recent.get(datasetId);
   }
 
   async close(): Promise<void> {

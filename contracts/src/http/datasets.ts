@@ -15,6 +15,11 @@ export const DatasetSchema = z.object({
   dialect: text().nullable(),
   format: text().nullable(),
   createdAt: TimestampOut,
+  /**
+   * When the service last committed telemetry of this dataset, if within the last ten minutes; null
+   * otherwise. A flight whose data arrived seconds ago is being flown: the console marks it live.
+   */
+  lastDataAt: TimestampOut.nullable().optional(),
 });
 export type Dataset = z.infer<typeof DatasetSchema>;
 
