@@ -19,6 +19,7 @@ import { answerParserErrors, httpServerOptions } from './http/client-error.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
 import { Metrics } from './platform/metrics.ts';
 import { LocalLiveBus, NatsLiveBus, type LiveBus } from './platform/live-bus.ts';
+import { liveFeeds } from './telemetry/follow.ts';
 import type { Outbox, OutboxJob } from './platform/outbox.ts';
 import { Readiness } from './platform/readiness.ts';
 import { resolveSecretKey } from './platform/secret-key.ts';
@@ -208,6 +209,8 @@ export class SortieService {
     const { logger } = this.ctx;
     // First, so a load balancer polling /readyz stops routing here (/healthz stays 200).
     this.ctx.readiness.markShuttingDown();
+    // Live followers never end on their own: end them (UNAVAILABLE, "follow again") so the listeners can close.
+    liveFeeds(this.ctx).close();
     logger.info({ phase: 'stop-accepting' }, 'shutdown: closing listeners; requests in flight finish');
     await this.#sweeper?.stop();
     this.#sweeper = undefined;

@@ -27,7 +27,7 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['telemetry'],
   ['channels', 'events'],
   ['commands'],
-  ['delivery'],
+  ['delivery', 'live'],
   ['grpc', 'observability', 'console', 'export'],
   ['api-docs'],
   ['.'],

@@ -23,11 +23,12 @@ export async function acknowledge(ctx: AppContext, authorization: string | undef
   if (!token || !isAckToken(token)) throw notFound(BAD_TOKEN);
   const tokenHash = sha256HexSync(token);
 
-  return ctx.db.transaction().execute(async (tx) => {
+  let datasetId: string | undefined;
+  const answer = await ctx.db.transaction().execute(async (tx) => {
     // Lock the command first so concurrent acks of one command are decided one at a time.
     const command = await tx
       .selectFrom('commands')
-      .select(['id', 'status', 'acked_at', 'ack_deadline_at'])
+      .select(['id', 'dataset_id', 'status', 'acked_at', 'ack_deadline_at'])
       .where('id', '=', body.commandId)
       .forUpdate()
       .executeTakeFirst();
@@ -63,8 +64,12 @@ export async function acknowledge(ctx: AppContext, authorization: string | undef
       })
       .where('id', '=', command.id)
       .execute();
+    datasetId = command.dataset_id;
     return { commandId: command.id, status: body.state, acknowledgedAt: now.toISOString(), duplicate: false };
   });
+  // After the commit: live followers of the dataset see the acknowledgement.
+  if (datasetId) ctx.live.committed(datasetId, 'commands');
+  return answer;
 }
 
 async function enforceRateLimit(ctx: AppContext, commandId: string, now: Date): Promise<void> {

@@ -18,6 +18,8 @@ interface DispatchOutcome {
   jobs: OutboxJob[];
   /** Outbox rows leased in the dispatch statement, for this process to attempt at once. */
   inline: InlineJob[];
+  /** The command's dataset, whose live followers see it queued. */
+  datasetId: string;
 }
 
 /**
@@ -53,6 +55,7 @@ type DispatchRow = { job_id: string; n: number; a_expires_at: Date | null } & Pr
 export async function dispatchCommand(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchResponse> {
   const outcome = (await dispatchInOneStatement(ctx, organizationId, body)) ?? (await dispatchExplained(ctx, organizationId, body));
   ctx.outbox.committed(outcome.jobs, outcome.inline);
+  ctx.live.committed(outcome.datasetId, 'commands');
   noteDeadline(ctx, new Date(outcome.response.ackDeadline));
   return outcome.response;
 }
@@ -147,6 +150,7 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
     },
     jobs,
     inline,
+    datasetId: command.dataset_id,
   };
 }
 
@@ -199,6 +203,7 @@ async function dispatchExplained(ctx: AppContext, organizationId: string, body: 
       response: { commandId: command.id, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
       jobs: jobs.map((j) => ({ jobId: j.id, organizationId })),
       inline: [],
+      datasetId: command.dataset_id,
     };
   });
 }

@@ -37,6 +37,7 @@ export function commandsRoutes(ctx: AppContext) {
         if (details.length > 0) throw invalidRequest(`args do not match template "${template.key}": ${details[0]!.field} ${details[0]!.message}`, details);
       }
       const { row, duplicate } = await createCommand(ctx, principal, body, template);
+      if (!duplicate) ctx.live.committed(row.dataset_id, 'commands');
       return c.json({ ...toCommandRecord(row), duplicate }, duplicate ? 200 : 201);
     })
     .get('/commands/list', requireScope(ctx, 'commands:read'), async (c) => {
@@ -60,6 +61,7 @@ export function commandsRoutes(ctx: AppContext) {
         const exists = await commandExists(ctx.db, organizationId, body.commandId);
         throw exists ? conflict('command is already retracted') : notFound(`no command ${body.commandId}`);
       }
+      ctx.live.committed(row.dataset_id, 'commands');
       return c.json(toCommandRecord(row));
     })
     .post('/commands/dispatch', requireScope(ctx, 'commands:write'), async (c) => {

@@ -15,8 +15,9 @@ export async function sweepTimedOut(ctx: AppContext, options: { pruneAckAttempts
     .set({ status: 'timed_out', status_detail: 'no acknowledgement before the ack deadline' })
     .where('status', '=', 'queued')
     .where('ack_deadline_at', '<=', now)
-    .returning('id')
+    .returning(['id', 'dataset_id'])
     .execute();
+  for (const datasetId of new Set(rows.map((r) => r.dataset_id))) ctx.live.committed(datasetId, 'commands');
   // Attempts older than the rate-limit window no longer matter.
   if (options.pruneAckAttempts ?? true) await sql`delete from ack_attempts where attempted_at < ${new Date(now.getTime() - 120_000)}`.execute(ctx.db);
   return rows.map((r) => r.id);

@@ -30,3 +30,22 @@ export function listEvents(db: Executor, datasetId: string, kind?: string): Prom
   if (kind) query = query.where('kind', '=', kind);
   return query.orderBy('time').orderBy('id').execute();
 }
+
+/** The dataset's latest `limit` events by last change, newest last: what a live follower opens with. */
+export async function latestChangedEvents(db: Executor, datasetId: string, limit: number): Promise<EventRow[]> {
+  const rows = await db.selectFrom('events').selectAll().where('dataset_id', '=', datasetId).orderBy('updated_at', 'desc').orderBy('id').limit(limit).execute();
+  return rows.reverse();
+}
+
+/** The dataset's events stored or updated after `since`, oldest change first, at most `limit`. */
+export function eventsChangedSince(db: Executor, datasetId: string, since: Date, limit: number): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('dataset_id', '=', datasetId)
+    .where('updated_at', '>', since)
+    .orderBy('updated_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}

@@ -15,6 +15,7 @@ import { createH2cListener } from './h2c-listener.ts';
 import { isJsonContentType, LazyTelemetryService } from './rpc/lazy-schema.ts';
 import { GRPC_LIMITS } from './rpc/limits.ts';
 import { telemetryHandlerOptions } from './rpc/options.ts';
+import { followHandler } from './routes/follow.ts';
 import { queryHandler } from './routes/query.ts';
 import { streamSubmitHandler } from './routes/stream-submit.ts';
 import { submitHandler } from './routes/submit.ts';
@@ -39,7 +40,7 @@ export async function startGrpcServer(ctx: AppContext): Promise<GrpcServer> {
   // Aborts every handler's context signal: only when the grace period is over and calls are cut.
   const shutdown = new AbortController();
   const options = telemetryHandlerOptions(deps, shutdown.signal);
-  const impl = { submit: submitHandler(deps), streamSubmit: streamSubmitHandler(deps), query: queryHandler(deps) };
+  const impl = { submit: submitHandler(deps), streamSubmit: streamSubmitHandler(deps), query: queryHandler(deps), follow: followHandler(deps) };
   // Binary requests leave point payloads encoded for the fast decoder; JSON ones are decoded as generated.
   const binary = connectNodeAdapter({ ...options, fallback: noSuchRpc as never, routes: (router) => router.service(LazyTelemetryService, impl as never) });
   const json = connectNodeAdapter({ ...options, fallback: noSuchRpc as never, routes: (router) => router.service(TelemetryService, impl) });

@@ -10,6 +10,7 @@ export const SCOPE_OF: Readonly<Record<string, Scope>> = {
   submit: 'telemetry:write',
   streamSubmit: 'telemetry:write',
   query: 'telemetry:read',
+  follow: 'telemetry:read',
 };
 
 /**

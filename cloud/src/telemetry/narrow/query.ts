@@ -82,13 +82,21 @@ interface SignalSource {
   column: SignalColumn;
 }
 
+/** The sessions' shifts as a table `o(session, boot, agent)`, joined to a message table's rows `s`. */
+function shiftTableSql(shifts: readonly SessionShift[]) {
+  const list = (values: number[]) => `{${values.join(',')}}`;
+  return sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
+                    ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
+}
+
+/** A row's aligned time in µs (alignment.ts): raw µs plus its session's shift for its time source. */
+const ALIGNED_SQL = sql`(round(date_part('epoch', s.time) * 1000000)
+    + case s.time_source when 'b' then coalesce(o.boot, 0) when 'a' then coalesce(o.agent, 0) else 0 end)`;
+
 /** The rows of one signal in the aligned range, `t` aligned µs (alignment.ts), `v` the value. */
 function alignedRows(query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]) {
-  const list = (values: number[]) => `{${values.join(',')}}`;
-  const shiftTable = sql`unnest(${list(shifts.map((s) => s.session))}::int4[], ${list(shifts.map((s) => s.bootShiftUs))}::float8[],
-                                ${list(shifts.map((s) => s.agentShiftUs))}::float8[]) as o(session, boot, agent)`;
-  const aligned = sql`(round(date_part('epoch', s.time) * 1000000)
-    + case s.time_source when 'b' then coalesce(o.boot, 0) when 'a' then coalesce(o.agent, 0) else 0 end)`;
+  const shiftTable = shiftTableSql(shifts);
+  const aligned = ALIGNED_SQL;
   const bounds = [];
   if (query.from !== undefined) bounds.push(sql`${aligned} >= ${query.from}::float8`);
   if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
@@ -121,4 +129,37 @@ async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource,
     select n, mn[1] as min_v, mn[2] as min_t, mx[1] as max_v, -mx[2] as max_t, fst[1] as first_t, fst[2] as first_v, lst[1] as last_t, lst[2] as last_v
     from b order by k`.execute(db);
   return result.rows.map(m4FromColumns);
+}
+
+/** Rows of one message table as live followers read them: the frame's sequence, aligned time, and values. */
+export interface TailRow {
+  /** frame_seq as text (int8). */
+  seq: string;
+  t: number;
+  /** One value per requested column, null where the row holds none. */
+  v: Array<number | null>;
+}
+
+/**
+ * The newest rows of one message table, for live followers (telemetry/live): those stored after frame
+ * `afterSeq` in frame order (at most `limit`), or with `afterSeq` undefined the last row alone. Read by
+ * the table's key, so the cost is the rows returned, not the table's size. Several signals of the
+ * message at once, each as float8 (numericSql), on aligned time as Query reads them.
+ */
+export async function messageTableTail(
+  db: Executor,
+  table: string,
+  columns: readonly SignalColumn[],
+  shifts: readonly SessionShift[],
+  afterSeq: string | undefined,
+  limit: number,
+): Promise<TailRow[]> {
+  const values = columns.length === 0 ? sql`array[]::float8[]` : sql.raw(`array[${columns.map((c) => numericSql(c, 's.')).join(', ')}]`);
+  const where = afterSeq === undefined ? sql`` : sql`where s.frame_seq > ${afterSeq}::int8`;
+  const order = afterSeq === undefined ? sql`order by s.frame_seq desc limit 1` : sql`order by s.frame_seq limit ${limit}::int4`;
+  const result = await sql<TailRow>`
+    select s.frame_seq::text as seq, ${ALIGNED_SQL} as t, ${values} as v
+    from ${sql.table(table)} s left join ${shiftTableSql(shifts)} on o.session = s.boot_session
+    ${where} ${order}`.execute(db);
+  return result.rows;
 }

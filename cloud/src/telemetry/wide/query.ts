@@ -125,3 +125,23 @@ async function m4Buckets(db: Executor, query: WideQuery, column: WideColumnInfo,
   }
   return [...byBucket.entries()].sort((a, b) => a[0] - b[0]).map(([, m4]) => m4);
 }
+
+/** Rows of a wide table as live followers read them: time in µs and one value per requested column. */
+export interface WideTailRow {
+  t: number;
+  v: Array<number | null>;
+}
+
+/**
+ * The newest rows of a wide dataset's table, for live followers (telemetry/live): rows after `afterUs`
+ * in time order (at most `limit`), or with `afterUs` undefined the last row alone. Read by the table's
+ * key (time), so the cost is the rows returned. A row the batch overwrote at an older time is not
+ * read again: live followers see what arrives at the head, a reset or a Query the rest.
+ */
+export async function wideTableTail(db: Executor, table: string, columns: readonly WideColumnInfo[], afterUs: number | undefined, limit: number): Promise<WideTailRow[]> {
+  const values = columns.length === 0 ? sql`array[]::float8[]` : sql`array[${sql.join(columns.map((c) => columnValueSql(`w.${c.name}`, c.physicalType)))}]`;
+  const where = afterUs === undefined ? sql`` : sql`where w.time > ${usToTimestamp(afterUs)}`;
+  const order = afterUs === undefined ? sql`order by w.time desc limit 1` : sql`order by w.time limit ${limit}::int4`;
+  const result = await sql<WideTailRow>`select ${timestampToUs('w.time')} as t, ${values} as v from ${sql.table(table)} as w ${where} ${order}`.execute(db);
+  return result.rows;
+}
