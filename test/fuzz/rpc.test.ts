@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { create, toBinary, toJsonString, type DescMessage } from '@bufbuild/protobuf';
 import fc from 'fast-check';
-import { QueryRequestSchema, StreamSubmitRequestSchema, SubmitRequestSchema, TelemetryService } from '@sortie/contracts';
-import { callRpc, envelope, RPC_PROTOCOLS, startTestService, type RpcMethod, type RpcProtocol, type TestOrg, type TestService } from '@sortie/cloud/testing';
+import { FollowRequestSchema, QueryRequestSchema, StreamSubmitRequestSchema, SubmitRequestSchema, TelemetryService } from '@sortie/contracts';
+import { callRpc, CONNECT_STREAMING, envelope, RPC_PROTOCOLS, startTestService, type RpcMethod, type RpcProtocol, type TestOrg, type TestService } from '@sortie/cloud/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fuzzSettings, seedFor, summarize, type FuzzFailure } from './fuzz-settings.ts';
 import { mutate, mutations, toJsonText } from './hostile-json.ts';
@@ -110,6 +110,16 @@ function messagesOf(method: RpcMethod): fc.Arbitrary<{ schema: DescMessage; mess
           schema: StreamSubmitRequestSchema,
           messages: [{ message: { case: 'header', value: header } }, ...rest.map((message) => ({ message }))].map((m) => create(StreamSubmitRequestSchema, m as never)),
         }));
+    case 'Follow':
+      return fc
+        .record({
+          experimentId: id('experiment'),
+          datasetId: id('dataset'),
+          channelIds: fc.array(fc.oneof({ weight: 3, arbitrary: fc.constantFrom('0', '1', '2', 'mavlink.ATTITUDE.roll') }, { weight: 1, arbitrary: channelId }), { maxLength: 3 }),
+          windowMs: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 120_000 }) }, { weight: 1, arbitrary: fc.nat() }),
+          maxPointsPerWindow: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 5000 }) }, { weight: 1, arbitrary: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }) }),
+        })
+        .map((m) => ({ schema: FollowRequestSchema, messages: [create(FollowRequestSchema, m as never)] }));
     default:
       // A method added to the service: random messages only, until it gets a generator of its own.
       return fc.constant({ schema: SubmitRequestSchema, messages: [] });
@@ -191,7 +201,7 @@ function caseArbitrary(method: RpcMethod, protocol: RpcProtocol): fc.Arbitrary<R
 
 function bodyArbitrary(method: RpcMethod, protocol: RpcProtocol): fc.Arbitrary<RpcCase> {
   const json = protocol === 'connect-json';
-  const unaryConnect = protocol.startsWith('connect') && method !== 'StreamSubmit';
+  const unaryConnect = protocol.startsWith('connect') && !CONNECT_STREAMING.has(method);
   const encode = (schema: DescMessage, message: unknown): Uint8Array => (json ? new TextEncoder().encode(jsonOf(schema, message)) : toBinary(schema, message as never));
   // The request as the protocol frames it: one body for Connect unary, envelopes otherwise.
   const frame = (payloads: Uint8Array[]) => (unaryConnect ? (payloads[0] ?? new Uint8Array()) : concat(payloads.map((p) => envelope(p))));
@@ -240,26 +250,37 @@ async function healthy(): Promise<boolean> {
 }
 
 /**
- * The same service on the HTTP port under /api/rpc (Connect binary and JSON): its unary methods only,
- * by design (a client stream over HTTP/1.1 through a proxy is what the gRPC port's h2c listener is for;
- * cloud/src/grpc/http-routes.ts), so every method of the descriptor but the client-streaming ones.
+ * The same service on the HTTP port under /api/rpc (Connect binary and JSON): every method of the
+ * descriptor but the client-streaming ones, by design (a client stream over HTTP/1.1 through a proxy is
+ * what the gRPC port's h2c listener is for; cloud/src/grpc/http-routes.ts).
  */
 const HTTP_PORT_PREFIX = '/api/rpc';
+
+/**
+ * A valid Follow never ends by itself: each Follow case carries a short deadline of its protocol (in
+ * place of any hostile deadline header), and a stream that runs to it ends as any stream would.
+ */
+const FOLLOW_DEADLINE: Record<RpcProtocol, Record<string, string>> = {
+  grpc: { 'grpc-timeout': '400m' },
+  'grpc-web': { 'grpc-timeout': '400m' },
+  connect: { 'connect-timeout-ms': '400' },
+  'connect-json': { 'connect-timeout-ms': '400' },
+};
 
 describe('fuzzing every RPC on every protocol', () => {
   const failures: FuzzFailure[] = [];
   let cases = 0;
   const methods = TelemetryService.methods.map((m) => m.name as RpcMethod);
-  const unary = new Set(TelemetryService.methods.filter((m) => m.methodKind === 'unary').map((m) => m.name as RpcMethod));
+  const httpPort = new Set(TelemetryService.methods.filter((m) => m.methodKind !== 'client_streaming').map((m) => m.name as RpcMethod));
   const mounts: Array<{ port: 'gRPC' | 'HTTP'; protocols: readonly RpcProtocol[]; methods: RpcMethod[] }> = [
     { port: 'gRPC', protocols: RPC_PROTOCOLS, methods },
-    { port: 'HTTP', protocols: ['connect', 'connect-json'], methods: methods.filter((m) => unary.has(m)) },
+    { port: 'HTTP', protocols: ['connect', 'connect-json'], methods: methods.filter((m) => httpPort.has(m)) },
   ];
 
   const targets = mounts.flatMap(({ port, protocols, methods }) => methods.flatMap((method) => protocols.map((protocol) => ({ port, method, protocol }))));
 
-  it('fuzzes the unary methods on the HTTP port too', () => {
-    expect(targets.filter((x) => x.port === 'HTTP').map((x) => x.method)).toEqual(expect.arrayContaining(['Query', 'Submit']));
+  it('fuzzes the unary and server-streaming methods on the HTTP port too', () => {
+    expect(targets.filter((x) => x.port === 'HTTP').map((x) => x.method)).toEqual(expect.arrayContaining(['Query', 'Submit', 'Follow']));
   });
 
   for (const { port, method, protocol } of targets) {
@@ -274,7 +295,8 @@ describe('fuzzing every RPC on every protocol', () => {
         let failure: Omit<FuzzFailure, 'target' | 'request'> | undefined;
         let answered = '';
         try {
-          const outcome = await callRpc(baseUrl, { protocol, method, key: org.key, body: c.body, raw: c.raw, headers: c.headers, timeoutMs: REQUEST_TIMEOUT_MS });
+          const headers = method === 'Follow' ? { ...c.headers, ...FOLLOW_DEADLINE[protocol] } : c.headers;
+          const outcome = await callRpc(baseUrl, { protocol, method, key: org.key, body: c.body, raw: c.raw, headers, timeoutMs: REQUEST_TIMEOUT_MS });
           answered = `code ${outcome.code} ${outcome.errorCode ?? ''} ${outcome.message.slice(0, 80)}`;
           if (!(await healthy())) failure = { kind: 'crash', detail: '/healthz no longer answers 200' };
           else if (outcome.httpStatus >= 500 || SERVER_FAULTS.has(outcome.code)) failure = { kind: '5xx', detail: `HTTP ${outcome.httpStatus}, code ${outcome.code}: ${outcome.message}` };

@@ -4,7 +4,7 @@ export type { TestDatabase } from './test-database.ts';
 // The running service and raw wire calls, for the fuzz suite in test/fuzz.
 export { startTestService } from './test-service.ts';
 export type { TestOrg, TestResponse, TestService } from './test-service.ts';
-export { callRpc, envelope, RPC_METHODS, RPC_PROTOCOLS } from './rpc-wire.ts';
+export { callRpc, CONNECT_STREAMING, envelope, RPC_METHODS, RPC_PROTOCOLS } from './rpc-wire.ts';
 export type { RpcMethod, RpcOutcome, RpcProtocol, RpcRequest } from './rpc-wire.ts';
 export { mintAckToken } from '../commands/ack-tokens.ts';
 // The real service with JetStream delivery, a test-made certificate and an HTTPS receiver, for the console's browser tests in test/console.

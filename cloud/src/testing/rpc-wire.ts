@@ -7,7 +7,9 @@ import http2 from 'node:http2';
  */
 export const RPC_PROTOCOLS = ['grpc', 'grpc-web', 'connect', 'connect-json'] as const;
 export type RpcProtocol = (typeof RPC_PROTOCOLS)[number];
-export const RPC_METHODS = ['Submit', 'Query', 'StreamSubmit'] as const;
+export const RPC_METHODS = ['Submit', 'Query', 'StreamSubmit', 'Follow'] as const;
+/** Methods whose Connect form is a stream (enveloped messages, end-of-stream message), not a unary POST. */
+export const CONNECT_STREAMING: ReadonlySet<RpcMethod> = new Set(['StreamSubmit', 'Follow']);
 export type RpcMethod = (typeof RPC_METHODS)[number];
 
 const SERVICE_PATH = '/sortie.telemetry.v1.TelemetryService/';
@@ -63,7 +65,7 @@ export async function callRpc(baseUrl: string, request: RpcRequest): Promise<Rpc
     case 'grpc-web':
       return grpcWebCall(baseUrl, request, headers, timeoutMs);
     default:
-      return request.method === 'StreamSubmit' ? connectStreamCall(baseUrl, request, headers, timeoutMs) : connectUnaryCall(baseUrl, request, headers, timeoutMs);
+      return CONNECT_STREAMING.has(request.method) ? connectStreamCall(baseUrl, request, headers, timeoutMs) : connectUnaryCall(baseUrl, request, headers, timeoutMs);
   }
 }
 
