@@ -53,6 +53,7 @@ export const OPERATIONS = {
     test: 'testWebhook',
   },
   notifications: { list: 'listNotifications' },
+  limits: { create: 'createLimitRule', list: 'listLimitRules', get: 'getLimitRule', update: 'updateLimitRule', delete: 'deleteLimitRule' },
 } as const satisfies Record<string, Record<string, OperationId>>;
 
 /** Routes whose answer is a streamed file, not JSON: methods of their own that hand back the Response. */

@@ -10,6 +10,7 @@ import { deliveriesRoutes } from './delivery/routes.ts';
 import { webhookTestRoutes } from './delivery/test-event-route.ts';
 import { eventsRoutes } from './events/routes.ts';
 import { experimentsRoutes } from './experiments/routes.ts';
+import { limitsRoutes } from './limits/routes.ts';
 import { exportRoutes } from './export/routes.ts';
 import { RPC_PREFIX, telemetryRpcRoutes } from './grpc/http-routes.ts';
 import { appendRoutes } from './telemetry/append-route.ts';
@@ -58,6 +59,7 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   app.route('/api', channelsRoutes(ctx));
   app.route('/api', appendRoutes(ctx));
   app.route('/api', eventsRoutes(ctx));
+  app.route('/api', limitsRoutes(ctx));
   app.route('/api', exportRoutes(ctx));
   app.route('/api', commandsRoutes(ctx));
   app.route('/api', armingRoutes(ctx));

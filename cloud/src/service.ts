@@ -21,6 +21,8 @@ import { Metrics } from './platform/metrics.ts';
 import { LocalLiveBus, NatsLiveBus, type LiveBus } from './platform/live-bus.ts';
 import { liveFeeds } from './telemetry/follow.ts';
 import type { Outbox, OutboxJob } from './platform/outbox.ts';
+import { NO_LIMIT_WATCH } from './platform/limit-watch.ts';
+import { LimitWatcher } from './limits/watch.ts';
 import { Readiness } from './platform/readiness.ts';
 import { resolveSecretKey } from './platform/secret-key.ts';
 import { parseAllowCidrs } from './net/address-policy.ts';
@@ -144,7 +146,10 @@ export class SortieService {
       ...createObservability(database, logger),
       outbox,
       live,
+      limits: NO_LIMIT_WATCH,
     };
+    // The watcher writes LIMIT events and their webhook jobs through the context it is part of.
+    ctx.limits = new LimitWatcher(ctx);
     try {
       engine = await DeliveryEngine.create(ctx, overrides.delivery);
     } catch (error) {

@@ -1,4 +1,8 @@
-/** The eight API key scopes of the spec. */
+/**
+ * The eight API key scopes of the spec. Additions take the scope of what they act on rather than a new
+ * one: limit rules (/api/limits/*) are a dataset's configuration like its channels, so datasets:read
+ * reads them and datasets:write changes them (decision 0011).
+ */
 export const SCOPES = [
   'commands:read',
   'commands:write',

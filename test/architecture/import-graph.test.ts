@@ -25,7 +25,7 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['datasets', 'templates', 'notifications', 'webhooks'],
   ['experiments', 'arming'],
   ['telemetry'],
-  ['channels', 'events'],
+  ['channels', 'events', 'limits'],
   ['commands'],
   ['delivery', 'live'],
   ['grpc', 'observability', 'console', 'export'],

@@ -1,9 +1,10 @@
 import type { CommandSpec } from '../context.ts';
 import { COMMANDS_GROUP } from './commands.ts';
 import { EXPORT } from './export.ts';
+import { LIMITS_GROUP } from './limits.ts';
 import { LISTINGS } from './listings.ts';
 import { QUERY } from './query.ts';
 import { WEBHOOKS_GROUP } from './webhooks.ts';
 
 /** Every command, in the order `sortie --help` lists them. */
-export const COMMANDS: CommandSpec[] = [...LISTINGS, QUERY, EXPORT, ...COMMANDS_GROUP, ...WEBHOOKS_GROUP];
+export const COMMANDS: CommandSpec[] = [...LISTINGS, QUERY, EXPORT, ...COMMANDS_GROUP, ...WEBHOOKS_GROUP, ...LIMITS_GROUP];

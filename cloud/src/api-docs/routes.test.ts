@@ -180,6 +180,23 @@ describe('request bodies the document calls valid', () => {
       expect(response.status, `${path}: ${JSON.stringify(response.body)}`).toBe(status);
       expectConforms(path, method, status, response.body);
     }
+
+    // Limit rules: the document's example creates one; the other routes act on it.
+    const rule = await t.call('POST', '/api/limits/create', { key: org.key, body: sample('/api/limits/create', ids) });
+    expect(rule.status, JSON.stringify(rule.body)).toBe(201);
+    expectConforms('/api/limits/create', 'post', 201, rule.body);
+    const ruleCalls: [method: 'get' | 'post', path: string, query?: string][] = [
+      ['get', '/api/limits/list', `experimentId=${experimentId}`],
+      ['get', '/api/limits/get', `id=${rule.body.id}`],
+      ['post', '/api/limits/update'],
+      ['post', '/api/limits/delete'],
+    ];
+    for (const [method, path, query] of ruleCalls) {
+      const body = method === 'post' ? sample(path, { id: rule.body.id }) : undefined;
+      const response = await t.call(method.toUpperCase(), query ? `${path}?${query}` : path, { key: org.key, body });
+      expect(response.status, `${path}: ${JSON.stringify(response.body)}`).toBe(200);
+      expectConforms(path, method, 200, response.body);
+    }
   });
 
   it('error answers match the documented envelope', async () => {

@@ -95,6 +95,49 @@ export interface EventsTable {
   created_at: CreatedAt;
   /** Set on insert and on every update (a LIMIT crossing's end): live followers read events by it. */
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  /** The limit rule whose crossing this LIMIT event is; null for every other event. Unique with (dataset_id, time). */
+  limit_rule_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type LimitCondition = 'above' | 'below' | 'outside';
+export type LimitSeverity = 'warning' | 'critical';
+
+/** A bound on one signal: of one dataset, or (dataset_id null) of every dataset of the experiment. */
+export interface LimitRulesTable {
+  id: string;
+  organization_id: string;
+  experiment_id: string;
+  dataset_id: string | null;
+  name: string;
+  /** As Query addresses it: "3" for a wide dataset's ch_3, `mavlink.ATTITUDE.roll` for a MAVLink one. */
+  signal: string;
+  condition: LimitCondition;
+  low: number | null;
+  high: number | null;
+  hold_ms: number;
+  severity: LimitSeverity;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export type LimitPhase = 'clear' | 'pending' | 'active';
+
+/**
+ * Where one rule stands on one dataset (limits/crossing.ts): times are µs since the epoch on the clock the
+ * dataset's events are stored on. `version` is bumped by every write (compare-and-set between replicas).
+ */
+export interface LimitStatesTable {
+  rule_id: string;
+  dataset_id: string;
+  phase: LimitPhase;
+  since_us: number | null;
+  worst_value: number | null;
+  worst_us: number | null;
+  last_us: number | null;
+  /** The open LIMIT event while `phase` is active. */
+  event_id: string | null;
+  version: ColumnType<number, number | undefined, number>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface CommandTemplatesTable {
@@ -315,6 +358,8 @@ export interface Database {
   narrow_datasets: NarrowDatasetsTable;
   narrow_boot_sessions: NarrowBootSessionsTable;
   notifications: NotificationsTable;
+  limit_rules: LimitRulesTable;
+  limit_states: LimitStatesTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -332,4 +377,6 @@ export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeliveryJobRow = Selectable<DeliveryJobsTable>;
 export type DeliveryAttemptRow = Selectable<DeliveryAttemptsTable>;
 export type NotificationRow = Selectable<NotificationsTable>;
+export type LimitRuleRow = Selectable<LimitRulesTable>;
+export type LimitStateRow = Selectable<LimitStatesTable>;
 export type { Generated };

@@ -4,6 +4,7 @@ import type { DatabaseHandle, Db } from '../db/connect.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import type { LiveBus } from './live-bus.ts';
+import type { LimitWatch } from './limit-watch.ts';
 import type { Outbox } from './outbox.ts';
 import type { Readiness } from './readiness.ts';
 import type { AllowList } from '../net/address-policy.ts';
@@ -28,4 +29,6 @@ export interface AppContext {
   outbox: Outbox;
   /** Announces committed telemetry to live followers on every replica (NATS core, or in-process without NATS). */
   live: LiveBus;
+  /** Where ingest hands each committed batch to the limit rules (limits/watch.ts, wired by service.ts). */
+  limits: LimitWatch;
 }

@@ -1,5 +1,6 @@
 import { isUuid, type AppendRequest, type AppendResponse, type ErrorDetail } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
+import { watchedDataset } from '../platform/limit-watch.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import { conflict, invalidRequest } from '../http/api-error.ts';
 import { isoToEpochMicrosNumber } from './wide/timestamps.ts';
@@ -7,6 +8,7 @@ import { binaryArrays, quotedBytea, quotedText, textArrays } from './sql/sql-arr
 import { WideBatchBuilder, writableColumns } from './wide/wide-batch.ts';
 import { coerceJsonValue } from './wide/wide-values.ts';
 import { writeWideBatch } from './wide/wide-writer.ts';
+import { wideCommittedSamples } from './wide/limit-samples.ts';
 
 const CH_N = /^ch_\d+$/;
 const MAX_DETAILS = 50;
@@ -88,8 +90,10 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
   // The same writer as gRPC ingest: one bulk upsert, and the rollups Query reads kept in step.
   const batch = builder.take();
   const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
-  await writeWideBatch(ctx.db, target, batch);
+  const written = await writeWideBatch(ctx.db, target, batch);
   if (batch.times.length > 0) ctx.live.committed(target.datasetId);
+  // After the commit, on what it newly stored: the dataset's limit rules (limits/watch.ts).
+  await ctx.limits.committed(watchedDataset(dataset), wideCommittedSamples(batch, written.fresh));
   ctx.metrics.ingested('http', 'wide', { written: batch.cells, duplicates: 0, ignored: ignoredValues }, 1);
   return { rowsWritten: batch.times.length, valuesWritten: batch.cells, ignoredKeys: [...ignored] };
 }

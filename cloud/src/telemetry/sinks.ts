@@ -55,6 +55,8 @@ export async function openSink(
   throw new NotYetSupportedError(`ingest of ${dataset.storage_shape} datasets in the ${target.format || 'wide'} format is not available yet`);
 }
 
+/** Limit rules on MAVLink datasets watch numeric fields of the dialect only (limits/ checks a rule's signal with it). */
+export { isNumericMavlinkSignal } from './narrow/limit-samples.ts';
 /** Start-up: narrow data of the former one-row-per-field shape moved into the message tables (narrow/legacy-samples.ts). */
 export { moveLegacyNarrowSamples } from './narrow/legacy-samples.ts';
 /** Start-up with TimescaleDB: narrow message tables made before it was present become compressed hypertables. */

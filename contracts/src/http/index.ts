@@ -11,3 +11,4 @@ export * from './templates.ts';
 export * from './console.ts';
 export * from './export.ts';
 export * from './webhook-test.ts';
+export * from './limits.ts';

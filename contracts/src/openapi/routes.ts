@@ -46,6 +46,16 @@ import {
   WebhookEndpointWithSecretSchema,
 } from '../http/webhooks.ts';
 import { WebhookTestRequestSchema } from '../http/webhook-test.ts';
+import {
+  CreateLimitRuleRequestSchema,
+  DeleteLimitRuleRequestSchema,
+  DeleteLimitRuleResponseSchema,
+  GetLimitRuleQuerySchema,
+  LimitRuleSchema,
+  ListLimitRulesQuerySchema,
+  ListLimitRulesResponseSchema,
+  UpdateLimitRuleRequestSchema,
+} from '../http/limits.ts';
 import type { Scope } from '../scopes.ts';
 
 /**
@@ -72,6 +82,9 @@ export const REQUEST_SCHEMAS = {
   RotateWebhookRequest: RotateWebhookRequestSchema,
   DeleteWebhookRequest: DeleteWebhookRequestSchema,
   WebhookTestRequest: WebhookTestRequestSchema,
+  CreateLimitRuleRequest: CreateLimitRuleRequestSchema,
+  UpdateLimitRuleRequest: UpdateLimitRuleRequestSchema,
+  DeleteLimitRuleRequest: DeleteLimitRuleRequestSchema,
 } as const satisfies Record<string, z.ZodType>;
 export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;
 
@@ -103,6 +116,9 @@ export const RESPONSE_SCHEMAS = {
   DeliveryAttemptList: ListDeliveriesResponseSchema,
   Notification: NotificationSchema,
   NotificationList: ListNotificationsResponseSchema,
+  LimitRule: LimitRuleSchema,
+  LimitRuleList: ListLimitRulesResponseSchema,
+  DeleteLimitRuleResponse: DeleteLimitRuleResponseSchema,
   ExportFile: z.string().meta({ description: 'A streamed file (CSV or MCAP), not JSON: save or pipe the bytes as they come.' }),
   ErrorDetail: ErrorDetailSchema,
   ErrorEnvelope: ErrorEnvelopeSchema,
@@ -430,6 +446,71 @@ const ROUTE_TABLE = [
     auth: 'commands:read',
     query: ArmingQuerySchema,
     success: [{ status: 200, schema: 'ArmingRecord', description: 'the arming' }],
+    errors: ['not_found'],
+  },
+  // Limits
+  {
+    method: 'post',
+    path: '/api/limits/create',
+    operationId: 'createLimitRule',
+    tag: 'Limits',
+    summary: 'Watch a signal against a bound on a dataset, or on every dataset of an experiment (addition to the spec)',
+    description:
+      'With `datasetId` the rule watches that dataset of the experiment; without it, every dataset of the experiment, those created later included. ' +
+      '`signal` is addressed as Query addresses channels: a wide channel\'s index ("3" for ch_3) or a MAVLink signal name (`mavlink.ATTITUDE.roll`). ' +
+      '`above` needs `high`, `below` needs `low`, `outside` both (low < high). Every committed sample of HTTP append, Submit, StreamSubmit and MAVLink ingest ' +
+      'is evaluated; a value beyond the bound for `holdMs` (0: at once) becomes one LIMIT event on the dataset\'s timeline, updated when it ends.',
+    auth: 'datasets:write',
+    body: 'CreateLimitRuleRequest',
+    success: [{ status: 201, schema: 'LimitRule', description: 'the new rule' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/limits/list',
+    operationId: 'listLimitRules',
+    tag: 'Limits',
+    summary: "A dataset's limit rules (its own and its experiment's), or every rule of an experiment",
+    auth: 'datasets:read',
+    query: ListLimitRulesQuerySchema,
+    success: [{ status: 200, schema: 'LimitRuleList', description: 'the rules, oldest first' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/limits/get',
+    operationId: 'getLimitRule',
+    tag: 'Limits',
+    summary: 'One limit rule',
+    auth: 'datasets:read',
+    query: GetLimitRuleQuerySchema,
+    success: [{ status: 200, schema: 'LimitRule', description: 'the rule' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/limits/update',
+    operationId: 'updateLimitRule',
+    tag: 'Limits',
+    summary: "Change a rule's name, signal, bound, hold time or severity",
+    description:
+      'Fields given replace the rule\'s (`low`/`high` null removes a bound); what it watches cannot be edited. ' +
+      'An open crossing of the rule is ended at the newest sample it had seen, since it was judged against the old rule.',
+    auth: 'datasets:write',
+    body: 'UpdateLimitRuleRequest',
+    success: [{ status: 200, schema: 'LimitRule', description: 'the updated rule' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/limits/delete',
+    operationId: 'deleteLimitRule',
+    tag: 'Limits',
+    summary: 'Stop watching a rule (its LIMIT events stay on the timeline)',
+    description: 'An open crossing of the rule is ended first, at the newest sample it had seen.',
+    auth: 'datasets:write',
+    body: 'DeleteLimitRuleRequest',
+    success: [{ status: 200, schema: 'DeleteLimitRuleResponse', description: 'deleted' }],
     errors: ['not_found'],
   },
   // Webhooks

@@ -12,11 +12,14 @@ export function resolveSchemaRef(document: Pick<OpenApiDocument, 'components'>, 
 /**
  * The smallest instance the schema describes: required properties only, each at its lower bound. Good
  * for examples on the docs page and for tests that send what the document promises is valid. Keywords
- * it cannot satisfy in general (a `pattern` the stock string misses) fall back to a plain value.
+ * it cannot satisfy in general (a `pattern` the stock string misses) fall back to a plain value. A
+ * schema with `examples` answers its first: rules across fields are not in its keywords.
  */
 export function sampleFromSchema(document: Pick<OpenApiDocument, 'components'>, schema: JsonSchema, depth = 0): unknown {
   if (depth > 32) throw new Error('schema nests too deeply for a sample');
   if (typeof schema.$ref === 'string') return sampleFromSchema(document, resolveSchemaRef(document, schema.$ref), depth + 1);
+  // A schema whose validity spans fields (a limit rule's condition and bounds) says what a valid instance is.
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return structuredClone(schema.examples[0]);
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum)) return schema.enum[0];
   for (const key of ['anyOf', 'oneOf'] as const) {

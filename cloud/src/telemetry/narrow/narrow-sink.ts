@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../platform/context.ts';
+import { watchedDataset, type WatchedDataset } from '../../platform/limit-watch.ts';
 import type { DatasetRow } from '../../db/schema.ts';
 import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { forEachFramePoint } from './frame-points.ts';
+import { narrowCommittedSamples } from './limit-samples.ts';
 import { GroupPool, NarrowBatch } from './narrow-batch.ts';
 import { prepareFastWrite, runFastWrite, writeInTransaction, type NarrowTarget, type SessionCache } from './narrow-writer.ts';
 
@@ -21,6 +23,7 @@ import { prepareFastWrite, runFastWrite, writeInTransaction, type NarrowTarget, 
 class NarrowSink implements TelemetrySink {
   readonly #ctx: AppContext;
   readonly #target: NarrowTarget;
+  readonly #watched: WatchedDataset;
   readonly #pool = new GroupPool();
   #batch: NarrowBatch;
   /** The cache the last completed write left. */
@@ -34,9 +37,10 @@ class NarrowSink implements TelemetrySink {
   #written = 0;
   #duplicates = 0;
 
-  constructor(ctx: AppContext, target: NarrowTarget, sysid: number | undefined) {
+  constructor(ctx: AppContext, target: NarrowTarget, sysid: number | undefined, watched: WatchedDataset) {
     this.#ctx = ctx;
     this.#target = target;
+    this.#watched = watched;
     this.#batch = new NarrowBatch(sysid, this.#pool);
   }
 
@@ -78,6 +82,8 @@ class NarrowSink implements TelemetrySink {
         this.#written += result.written;
         this.#duplicates += result.duplicates;
         const points = batch.frames;
+        // Committed: the dataset's limit rules see the frames it newly stored, before the batch's groups are reused.
+        await this.#ctx.limits.committed(this.#watched, narrowCommittedSamples(batch, result.priorMaxFrameSeq));
         // Committed, and its statement built: nothing reads the batch again, so its groups serve the next ones.
         this.#pool.give(batch);
         return { points, rows: result.rows };
@@ -100,5 +106,5 @@ export async function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Prom
   const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
   const binary = ctx.database.kind === 'postgres';
   const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, pool: ctx.database.pool, timescale: ctx.database.timescale };
-  return new NarrowSink(ctx, target, bound.rows[0]?.sysid);
+  return new NarrowSink(ctx, target, bound.rows[0]?.sysid, watchedDataset(dataset));
 }

@@ -44,6 +44,8 @@ export interface NarrowWriteResult {
   rows: number;
   /** The sessions after the write, for the next batch of the same writer. */
   cache: SessionCache;
+  /** The dataset's highest frame_seq before the write: frames above it were newly stored (limits evaluate those). */
+  priorMaxFrameSeq: number;
 }
 
 /**
@@ -63,7 +65,10 @@ export interface NarrowWriteResult {
  */
 export async function writeInTransaction(db: Db, target: NarrowTarget, batch: NarrowBatch, cache: SessionCache | undefined): Promise<NarrowWriteResult> {
   const frames = batch.frames;
-  if (frames === 0) return { written: 0, duplicates: 0, rows: 0, cache: cache ?? { version: -1, maxFrameSeq: 0, sysid: -1, sessions: [], tables: new Map() } };
+  if (frames === 0) {
+    const empty = cache ?? { version: -1, maxFrameSeq: 0, sysid: -1, sessions: [], tables: new Map() };
+    return { written: 0, duplicates: 0, rows: 0, cache: empty, priorMaxFrameSeq: empty.maxFrameSeq };
+  }
   const order = frameOrder(batch);
   const present = presentSignals(batch);
   return db.transaction().execute(async (tx) => {
@@ -101,6 +106,7 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
       duplicates: frames - written,
       rows: written,
       cache: { version: version + 1, maxFrameSeq: Math.max(maxFrameSeq, last), sysid, sessions: sessions.all(), tables },
+      priorMaxFrameSeq: maxFrameSeq,
     };
   });
 }
@@ -152,7 +158,7 @@ export async function runFastWrite(db: Db, target: NarrowTarget, write: FastWrit
   const rows = write.name ? await runHot({ db, pool: target.pool }, write.name, write.statement) : (await db.executeQuery(write.statement)).rows;
   const row = rows[0]!;
   if (!row.ok) return undefined;
-  return { written: row.frames, duplicates: write.frames - row.frames, rows: row.frames, cache: write.after };
+  return { written: row.frames, duplicates: write.frames - row.frames, rows: row.frames, cache: write.after, priorMaxFrameSeq: write.basis.maxFrameSeq };
 }
 
 function copyTables(tables: ReadonlyMap<number, MessageTable>): Map<number, MessageTable> {

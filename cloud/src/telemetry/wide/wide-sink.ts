@@ -1,4 +1,5 @@
 import type { AppContext } from '../../platform/context.ts';
+import { watchedDataset, type WatchedDataset } from '../../platform/limit-watch.ts';
 import { listChannelRows } from '../../datasets/queries.ts';
 import type { DatasetRow } from '../../db/schema.ts';
 import { stageEncodedBatch, stageEncodedPoint } from './point-decoder.ts';
@@ -6,6 +7,7 @@ import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
+import { wideCommittedSamples } from './limit-samples.ts';
 
 /** A channel list is re-read on an unknown ch_N at most this often (the dataset may have been widened). */
 const REFRESH_INTERVAL_MS = 1000;
@@ -13,6 +15,7 @@ const REFRESH_INTERVAL_MS = 1000;
 class WideSink implements TelemetrySink {
   #ctx: AppContext;
   #target: WideTarget;
+  #watched: WatchedDataset;
   #builder: WideBatchBuilder;
   #refreshedAt: number;
   #written = 0;
@@ -20,9 +23,10 @@ class WideSink implements TelemetrySink {
   /** The last flush's write. */
   #tail: Promise<unknown> = Promise.resolve();
 
-  constructor(ctx: AppContext, target: WideTarget, builder: WideBatchBuilder) {
+  constructor(ctx: AppContext, target: WideTarget, builder: WideBatchBuilder, watched: WatchedDataset) {
     this.#ctx = ctx;
     this.#target = target;
+    this.#watched = watched;
     this.#builder = builder;
     this.#refreshedAt = performance.now();
   }
@@ -61,6 +65,8 @@ class WideSink implements TelemetrySink {
     // Writes take turns in flush order; behind a failed one, this one fails unwritten (sink.ts).
     const run = this.#tail.then(async () => {
       const result = await writeWideBatch(this.#ctx.db, this.#target, batch);
+      // Committed: the dataset's limit rules see what it newly stored, before the next write of the stream.
+      await this.#ctx.limits.committed(this.#watched, wideCommittedSamples(batch, result.fresh));
       this.#written += result.written;
       this.#duplicates += result.duplicates;
       return { points, rows: result.rows };
@@ -91,5 +97,5 @@ class WideSink implements TelemetrySink {
 export async function openWideSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
   const columns = writableColumns(await listChannelRows(ctx.db, dataset.id));
   const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
-  return new WideSink(ctx, target, new WideBatchBuilder(columns));
+  return new WideSink(ctx, target, new WideBatchBuilder(columns), watchedDataset(dataset));
 }

@@ -107,7 +107,9 @@ describe.each([
         cells.push([us, 0, Math.sin(i) * 10], [us, 1, (i * 7919) % 1000 - 500], [us, 2, i % 3 === 0], [us, 3, `s${i}`]);
       }
       const result = await writeWideBatch(handle.db, target, batchOf(cells));
-      expect(result).toEqual({ written: cells.length, duplicates: 0, rows: 700 });
+      expect(result).toMatchObject({ written: cells.length, duplicates: 0, rows: 700 });
+      // Every cell is new, so every one is what limits evaluate.
+      expect(result.fresh.map((mask) => mask.reduce((n, bit) => n + bit, 0))).toEqual([700, 700, 700, 700]);
       written += result.written;
     }
     expect(written).toBe(5 * 700 * 4);
@@ -122,7 +124,9 @@ describe.each([
 
     // Redelivery of the same values: all duplicates, nothing changes.
     const again = await writeWideBatch(handle.db, target, batchOf(base.slice(0, 600)));
-    expect(again).toEqual({ written: 0, duplicates: 600, rows: 300 });
+    expect(again).toMatchObject({ written: 0, duplicates: 600, rows: 300 });
+    // Nothing new was stored: limits see none of it.
+    expect(again.fresh.every((mask) => mask.every((bit) => bit === 0))).toBe(true);
 
     // Overwrite the maximum of a bucket with a small value, and a plain value with a new extreme.
     const overwrite = await writeWideBatch(handle.db, target, batchOf([
@@ -132,7 +136,9 @@ describe.each([
       [T0 + 3 * 997, 0, NaN],
       [T0 + 7 * 997, 0, -Infinity],
     ]));
-    expect(overwrite).toEqual({ written: 1, duplicates: 4, rows: 4 });
+    expect(overwrite).toMatchObject({ written: 1, duplicates: 4, rows: 4 });
+    // Only the filled cell is new (rows in time order: 3, 7, 49, 1234 × 997 µs; columns ch_0, ch_1).
+    expect(overwrite.fresh.map((mask) => [...mask])).toEqual([[0, 0, 0, 0], [0, 0, 0, 1]]);
 
     // Older data arriving later, interleaved with existing rows, and merged twice inside the batch.
     const late: Cell[] = [];

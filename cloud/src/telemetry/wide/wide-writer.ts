@@ -22,6 +22,8 @@ export interface WideWriteResult {
   duplicates: number;
   /** Distinct timestamps (rows) the batch touched. */
   rows: number;
+  /** Per column of the batch, the rows whose cell was empty before and now holds the batch's value (what limits evaluate). */
+  fresh: ReadonlyArray<Uint8Array>;
 }
 
 /**
@@ -40,9 +42,11 @@ export interface WideWriteResult {
  * Either way the rollups equal the aggregate of the raw rows at every commit.
  */
 export async function writeWideBatch(db: Db, target: WideTarget, batch: WideBatch): Promise<WideWriteResult> {
-  if (batch.times.length === 0 || batch.columns.length === 0) return { written: 0, duplicates: batch.mergedInBatch, rows: 0 };
+  if (batch.times.length === 0 || batch.columns.length === 0) return { written: 0, duplicates: batch.mergedInBatch, rows: 0, fresh: [] };
   try {
-    if (await appendIfNew(db, target, batch)) return { written: batch.cells, duplicates: batch.mergedInBatch, rows: batch.times.length };
+    if (await appendIfNew(db, target, batch)) {
+      return { written: batch.cells, duplicates: batch.mergedInBatch, rows: batch.times.length, fresh: batch.columns.map((c) => c.present) };
+    }
   } catch (error) {
     // Another writer inserted one of these instants between our probe and our insert (or the two
     // deadlocked): nothing of this statement was applied, so take the locked path.
@@ -106,7 +110,7 @@ async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): P
     for (const [column, buckets] of changed) {
       await recomputeRollups(tx, target, column.info, [...buckets]);
     }
-    return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length };
+    return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length, fresh: newCells };
   });
 }
 
