@@ -47,6 +47,13 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     return r.body;
   };
 
+  /** Until the dataset's last telemetry is older than what the console marks live (ten seconds, live.ts). */
+  async function untilNotLive(id: string): Promise<void> {
+    const d = (await call('GET', '/api/experiments/list')).flatMap((e: { datasets: unknown[] }) => e.datasets).find((x: { id: string }) => x.id === id);
+    const age = d?.lastDataAt ? Date.now() - Date.parse(d.lastDataAt) : Infinity;
+    if (age < 10_500) await new Promise((resolve) => setTimeout(resolve, 10_500 - age));
+  }
+
   async function signIn(p: Page, key: string): Promise<void> {
     await p.goto(`${f.t.url}/`);
     await p.fill('#api-key', key);
@@ -92,6 +99,8 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     if (end.code !== 0) throw new Error(`agent: ${JSON.stringify(end)} ${agent.stderr()}`);
     const experiments = await call('GET', '/api/experiments/list');
     datasetId = experiments[0].datasets.find((d: { name: string }) => d.name === 'vtol-sys1').id;
+    // These tests browse a finished flight; one that streamed seconds ago opens live (live.browser.test.ts).
+    await untilNotLive(datasetId);
     const first = await fetch(`${f.t.url}/api/rpc/sortie.telemetry.v1.TelemetryService/Query`, {
       method: 'POST',
       headers: { 'x-api-key': org.key, 'content-type': 'application/json' },
@@ -441,6 +450,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await call('POST', '/api/datasets/append', { experimentId, datasetId: reg.datasetId, rows });
     // A user event, beside the agent's LINK_LOSS: a marker on the same axis with its message.
     await call('POST', '/api/datasets/events', { experimentId, datasetId: reg.datasetId, events: [{ timestamp: new Date(start + 10_000).toISOString(), kind: 'NOTE', message: 'ballast dropped' }] });
+    await untilNotLive(reg.datasetId);
     await page.goto(`${f.t.url}/?experiment=${experimentId}&dataset=${reg.datasetId}`);
     await page.locator('text=thrust stand').first().waitFor();
     expect(await page.locator('.datasets li', { hasText: 'thrust stand' }).textContent()).toContain('wide');

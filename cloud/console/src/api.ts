@@ -2,7 +2,7 @@
 // typed client every other tool uses (inputs checked by the contracts' zod schemas before sending,
 // answers parsed by them, failures as SortieApiError with the envelope's code, fields and request id).
 // The pages never build a URL or a header themselves, so the key has one way out: the x-api-key header.
-import { createSortieClient, SortieApiError, type InputOf } from '@sortie/client';
+import { createSortieClient, SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
 import { API_KEY_HEADER, ConsoleSessionSchema, ErrorEnvelopeSchema, type ConsoleSession } from '@sortie/contracts';
 
 export { SortieApiError };
@@ -59,6 +59,16 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
       return ConsoleSessionSchema.parse(body);
     },
     experiments: () => client.experiments.list(),
+    /**
+     * The experiments with the service's clock when it answered (its Date header, else ours): a dataset is
+     * live by `lastDataAt` on that clock, so a browser whose clock is off still marks the right flights.
+     */
+    async experimentsAt() {
+      const answer = await client.request('listExperiments', undefined);
+      // The header has whole seconds: its middle is the best guess, and a second or two is no skew worth correcting.
+      const skew = Date.parse(answer.headers.get('date') ?? '') + 500 - Date.now();
+      return { experiments: answer.data, serverSkewMs: Number.isFinite(skew) && Math.abs(skew) > 2000 ? skew : 0 };
+    },
     channels: (experimentId: string, datasetId: string) => client.channels.list({ experimentId, datasetId }),
     events: (experimentId: string, datasetId: string) => client.events.list({ experimentId, datasetId }),
     commands: (experimentId: string, datasetId: string) => client.commands.list({ experimentId, datasetId }),
@@ -102,6 +112,9 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
       });
       return { series, totalRawPoints: Number(answer.totalRawPoints) };
     },
+
+    /** TelemetryService.Follow: the dataset's window, then what each commit adds, its events and command changes, until `signal` aborts. */
+    follow: (request: FollowRequestInit, signal: AbortSignal) => client.telemetry.follow(request, { signal }),
 
     /** The export route's CSV of `channels` over the window, raw rows; fetched (the key travels in a header, never a URL). */
     async exportCsv(input: { experimentId: string; datasetId: string; channels: string[]; window?: QueryWindow }): Promise<Blob> {

@@ -5,10 +5,12 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { SortieApiError, type ConsoleApi } from './api.ts';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatIso } from './format.ts';
+import { mergeCommands } from './live.ts';
 import { need } from './scopes.ts';
 
-// A queued command is polled at this period, so its status shows within a second of changing.
-const LIVE_POLL_MS = 500;
+// Without a Follow stream (a key without telemetry:read, or while it reconnects), a queued command is
+// re-read at this period, so its status still shows within a second of changing.
+const FALLBACK_POLL_MS = 500;
 
 interface Props {
   api: ConsoleApi;
@@ -16,6 +18,10 @@ interface Props {
   experimentId: string;
   datasetId: string;
   onCommands: (commands: CommandRecord[]) => void;
+  /** Command changes from the dataset's Follow stream, and how many updates carried some. */
+  live?: { commands: ReadonlyMap<string, CommandRecord>; seen: number };
+  /** Whether that stream is connected: the log is then kept current by it, with no polling. */
+  followed: boolean;
 }
 
 function message(e: unknown): string {
@@ -46,8 +52,8 @@ export function CommandsPanel(props: Props): VNode<any> {
     Promise.all([api.commands(experimentId, datasetId), api.arming(experimentId, datasetId)]).then(
       ([list, arm]) => {
         if (!current) return;
-        setCommands(list);
-        props.onCommands(list);
+        // Merged, not replaced: the stream may already have told of a later state than this read saw.
+        setCommands((held) => mergeCommands(held ?? [], list));
         setArming(arm);
       },
       (e: unknown) => current && setError(message(e)),
@@ -57,13 +63,21 @@ export function CommandsPanel(props: Props): VNode<any> {
     };
   }, [api, experimentId, datasetId, refresh]);
 
-  // Live: while a command waits for its ack, re-read the log so acked / nacked / timed_out appear without a reload.
+  // Live: the Follow stream reports each command whose status changed (dispatched, delivered, acked…).
+  const live = props.live;
+  useEffect(() => {
+    if (live && live.commands.size > 0) setCommands((held) => mergeCommands(held ?? [], live.commands.values()));
+  }, [live?.commands, live?.seen]);
+  useEffect(() => {
+    if (commands) props.onCommands(commands);
+  }, [commands]);
+  // Without the stream, a command waiting for its ack is re-read so its answer appears without a reload.
   const waiting = commands?.some((c) => c.status === 'queued') ?? false;
   useEffect(() => {
-    if (!waiting) return;
-    const timer = setInterval(() => setRefresh((n) => n + 1), LIVE_POLL_MS);
+    if (!waiting || props.followed) return;
+    const timer = setInterval(() => setRefresh((n) => n + 1), FALLBACK_POLL_MS);
     return () => clearInterval(timer);
-  }, [waiting]);
+  }, [waiting, props.followed]);
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(timer);

@@ -1,15 +1,22 @@
 import type { Channel, CommandRecord, ConsoleSession, Experiment, TimelineEvent } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { CommandsPanel } from './commands-panel.ts';
-import { FlightView } from './flight-view.ts';
-import { formatIso } from './format.ts';
+import { FLIGHT_CHANNELS, FlightView } from './flight-view.ts';
+import { liveTimings, useFollow, type Follow } from './follow.ts';
+import { formatIso, formatUtc } from './format.ts';
+import { LimitBanner } from './limit-banner.ts';
+import { isLive, limitsOf, LIVE_WINDOW_SECONDS, mergeEvents, worsened } from './live.ts';
 import { marksOf } from './marks.ts';
 import { Plot, type PlotAxis, type PlotWindow } from './plot.ts';
-import { need } from './scopes.ts';
+import { need, type Need } from './scopes.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
+
+// The list is read again at this period while shown, so a flight that starts or stops streaming is
+// marked (or no longer marked) live within seconds.
+const LIST_REFRESH_MS = 5000;
 
 interface Props {
   api: ConsoleApi;
@@ -21,13 +28,27 @@ interface Props {
 export function DataView(props: Props): VNode<any> {
   const { api, session, location, navigate } = props;
   const [experiments, setExperiments] = useState<Experiment[] | undefined>();
+  // The service's clock less the browser's (api.experimentsAt): `lastDataAt` is read on the service's.
+  const [skew, setSkew] = useState(0);
   const [error, setError] = useState('');
   const canRead = session.scopes.includes('datasets:read');
 
   useEffect(() => {
     if (!canRead) return;
-    api.experiments().then(setExperiments, (e: unknown) => setError(String(e instanceof Error ? e.message : e)));
+    const read = () =>
+      api.experimentsAt().then(
+        (answer) => {
+          setExperiments(answer.experiments);
+          setSkew(answer.serverSkewMs);
+          setError('');
+        },
+        (e: unknown) => setError(String(e instanceof Error ? e.message : e)),
+      );
+    void read();
+    const timer = setInterval(() => document.visibilityState === 'visible' && void read(), LIST_REFRESH_MS);
+    return () => clearInterval(timer);
   }, [api]);
+  const serverNow = Date.now() + skew;
 
   const dataset = useMemo(() => {
     for (const e of experiments ?? []) for (const d of e.datasets) if (d.id === location.datasetId) return d;
@@ -53,7 +74,8 @@ export function DataView(props: Props): VNode<any> {
               { class: 'datasets' },
               e.datasets.map((d) => {
                 const sys = systemIdOf(d.name);
-                return h('li', { key: d.id }, [
+                const live = isLive(d.lastDataAt, serverNow);
+                return h('li', { key: d.id, 'data-live': String(live) }, [
                   h(
                     'a',
                     {
@@ -67,6 +89,7 @@ export function DataView(props: Props): VNode<any> {
                     d.name,
                   ),
                   h('span', { class: 'muted' }, ` ${d.storageShape === 'narrow' ? `MAVLink${sys !== undefined ? `, system ${sys}` : ''}` : 'wide'}`),
+                  live ? h('span', { class: 'live-badge', title: `data received ${formatIso(d.lastDataAt)}` }, 'live') : null,
                 ]);
               }),
             ),
@@ -75,7 +98,18 @@ export function DataView(props: Props): VNode<any> {
       ),
     ]),
     dataset && location.experimentId
-      ? h(DatasetView, { key: dataset.id, api, session, experimentId: location.experimentId, datasetId: dataset.id, datasetName: dataset.name, narrow: dataset.storageShape === 'narrow', location, navigate })
+      ? h(DatasetView, {
+          key: dataset.id,
+          api,
+          session,
+          experimentId: location.experimentId,
+          datasetId: dataset.id,
+          datasetName: dataset.name,
+          narrow: dataset.storageShape === 'narrow',
+          live: isLive(dataset.lastDataAt, serverNow),
+          location,
+          navigate,
+        })
       : h('section', { class: 'empty' }, h('p', { class: 'muted' }, experiments ? 'Choose a dataset to browse its channels.' : '')),
   ]);
 }
@@ -87,6 +121,8 @@ interface DatasetProps {
   datasetId: string;
   datasetName: string;
   narrow: boolean;
+  /** Whether the list marks the dataset live (its telemetry arrived seconds ago). */
+  live: boolean;
   location: ConsoleLocation;
   navigate: (next: ConsoleLocation, replace?: boolean) => void;
 }
@@ -102,16 +138,38 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const [span, setSpan] = useState<PlotWindow | undefined>();
   const [axis, setAxis] = useState<PlotAxis | undefined>();
   const [exporting, setExporting] = useState('');
-
+  // Once live, the view stays a live view until it is left: a link that drops for a while (LINK_LOSS)
+  // must not turn the plots into the whole-flight view under the conductor's eyes.
+  const [datasetLive, setDatasetLive] = useState(props.live);
   useEffect(() => {
-    api.channels(experimentId, datasetId).then(setChannels, (e: unknown) => setError(String(e instanceof Error ? e.message : e)));
-    api.events(experimentId, datasetId).then(setEvents, () => setEvents([]));
+    if (props.live) setDatasetLive(true);
+  }, [props.live]);
+  const canTelemetry = session.scopes.includes('telemetry:read');
+  const window: PlotWindow | undefined = location.from !== undefined && location.to !== undefined ? { from: location.from, to: location.to } : undefined;
+  // Live mode: a live dataset with no window chosen. Zooming or pausing sets a window, which leaves it.
+  const liveMode = datasetLive && window === undefined && canTelemetry;
+
+  const readChannels = () => api.channels(experimentId, datasetId).then(setChannels, (e: unknown) => setError(String(e instanceof Error ? e.message : e)));
+  useEffect(() => {
+    void readChannels();
+    api.events(experimentId, datasetId).then((list) => setEvents((held) => mergeEvents(list, held)), () => undefined);
   }, [api, experimentId, datasetId]);
+
+  const names = useMemo(() => new Set((channels ?? []).map((c) => c.hypertableColName)), [channels]);
+  // The flight view reads what the dataset has stored: a signal never stored is not_found to Query and Follow.
+  const flightIds = useMemo(() => (props.narrow ? FLIGHT_CHANNELS.filter((id) => names.has(id)) : []), [names, props.narrow]);
+  // A flight that just began may not have sent a position or a heartbeat yet: look again until it has.
+  const flightMissing = props.narrow && liveMode && channels !== undefined && flightIds.length < FLIGHT_CHANNELS.length;
+  useEffect(() => {
+    if (!flightMissing) return;
+    const timer = setInterval(() => void readChannels(), LIST_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [flightMissing]);
 
   // The dataset's time span, before anything is plotted: one channel's first and last samples (the
   // downsampling keeps both), HEARTBEAT on a MAVLink flight since every vehicle sends it throughout.
   useEffect(() => {
-    if (!channels || session.scopes.indexOf('telemetry:read') < 0) return;
+    if (!channels || !canTelemetry) return;
     const probe = channels.find((c) => c.hypertableColName === 'mavlink.HEARTBEAT.type') ?? channels.find(plottable);
     if (!probe) return;
     let current = true;
@@ -125,15 +183,49 @@ function DatasetView(props: DatasetProps): VNode<any> {
     return () => {
       current = false;
     };
-  }, [channels]);
+  }, [channels, liveMode]);
 
   const selected = useMemo(() => {
     const byName = new Map((channels ?? []).map((c) => [c.hypertableColName, c]));
     return location.channels.map((n) => byName.get(n)).filter((c): c is Channel => c !== undefined && plottable(c));
   }, [channels, location.channels]);
+
+  // One stream for the open dataset: live, the plotted channels and the flight view's (Follow takes any
+  // signal of the dialect, stored yet or not, so the track starts with the first fix); otherwise none,
+  // for the events and command changes alone (the command log is kept current by it either way).
+  const flightFollowed = props.narrow ? FLIGHT_CHANNELS : [];
+  const followIds = liveMode ? [...new Set([...selected.map(queryChannelId), ...flightFollowed])] : [];
+  const follow = useFollow(api, {
+    experimentId,
+    datasetId,
+    channelIds: followIds,
+    keepAll: flightFollowed,
+    windowSeconds: LIVE_WINDOW_SECONDS,
+    // One point per pixel of the plot area across the window, as Query asks (see plot.ts plotWidth).
+    budget: Math.max(100, (document.querySelector('.workspace')?.clientWidth ?? 1000) - 120),
+    enabled: canTelemetry,
+  });
+  const store = follow?.store;
+  useEffect(() => {
+    if (store && store.events.size > 0) setEvents((held) => mergeEvents(held, store.events.values()));
+  }, [store, store?.eventsSeen]);
+  // Every view has committed this frame's update (uPlot drew in its setData): the live timings' second instant.
+  useLayoutEffect(() => liveTimings.drawn(), [follow?.frame]);
+
+  const head = liveMode ? store?.head : undefined;
+  const liveWindow = head !== undefined ? { from: head - LIVE_WINDOW_SECONDS, to: head } : undefined;
+  const live = liveMode && store ? { series: store.series, frame: follow!.frame } : undefined;
+
   const groups = useMemo(() => groupChannels(channels ?? [], filter), [channels, filter]);
   const marks = useMemo(() => marksOf(events, commands), [events, commands]);
-  const window: PlotWindow | undefined = location.from !== undefined && location.to !== undefined ? { from: location.from, to: location.to } : undefined;
+  // Named as the channel list names them: a rule on a wide dataset names its channel by index.
+  const limits = useMemo(() => {
+    const byId = new Map((channels ?? []).map((c) => [queryChannelId(c), c]));
+    return limitsOf(events).map((l) => {
+      const c = byId.get(l.signal);
+      return c ? { ...l, label: c.name, unit: c.unit } : l;
+    });
+  }, [events, channels]);
 
   const toggle = (name: string, on: boolean) => {
     const next = on ? [...location.channels.filter((c) => c !== name), name] : location.channels.filter((c) => c !== name);
@@ -145,7 +237,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const exportCsv = async () => {
     setExporting('Exporting…');
     try {
-      const blob = await api.exportCsv({ experimentId, datasetId, channels: selected.map((c) => c.hypertableColName), window });
+      const blob = await api.exportCsv({ experimentId, datasetId, channels: selected.map((c) => c.hypertableColName), window: window ?? liveWindow });
       const url = URL.createObjectURL(blob);
       const a = document.createElement('a');
       a.href = url;
@@ -160,57 +252,129 @@ function DatasetView(props: DatasetProps): VNode<any> {
     }
   };
 
+  // Memoized as one component vnode: a live frame re-renders this view, and a MAVLink flight's hundreds
+  // of channel rows need not be compared again each time.
+  const channelList = useMemo(
+    () => h(ChannelList, { name: props.datasetName, narrow: props.narrow, span, live: datasetLive, channels, groups, filter, setFilter, error, location, toggle, telemetryNeed }),
+    [span, datasetLive, channels, groups, filter, error, location],
+  );
+
   return h('div', { class: 'dataset' }, [
-    h('section', { class: 'channels', 'aria-label': 'Channels' }, [
-      h('h2', null, props.datasetName),
-      span ? h('p', { class: 'muted', 'data-testid': 'dataset-span' }, `${formatIso(new Date(span.from * 1000).toISOString())} → ${formatIso(new Date(span.to * 1000).toISOString())}`) : null,
-      h('label', { for: 'channel-filter' }, 'Filter channels'),
-      h('input', { id: 'channel-filter', type: 'search', value: filter, placeholder: props.narrow ? 'e.g. attitude roll' : 'name, unit or type', onInput: (e: Event) => setFilter((e.target as HTMLInputElement).value) }),
-      error ? h('p', { class: 'error', role: 'alert' }, error) : null,
-      channels === undefined && !error ? h('p', { class: 'muted' }, 'Loading channels…') : null,
-      h(
-        'div',
-        { class: 'channel-groups' },
-        groups.map((g) =>
-          h('details', { key: g.message, open: groups.length <= 3 || filter.length > 0 || g.channels.some((c) => location.channels.includes(c.hypertableColName)) }, [
-            h('summary', null, `${g.message || 'Channels'} (${g.channels.length})`),
-            h(
-              'ul',
-              null,
-              g.channels.map((c) =>
-                h('li', { key: c.id }, [
-                  h('label', null, [
-                    h('input', {
-                      type: 'checkbox',
-                      'data-channel': c.hypertableColName,
-                      checked: location.channels.includes(c.hypertableColName),
-                      disabled: telemetryNeed.disabled || !plottable(c),
-                      onChange: (e: Event) => toggle(c.hypertableColName, (e.target as HTMLInputElement).checked),
-                    }),
-                    ` ${g.message ? c.name.slice(`mavlink.${g.message}.`.length) : c.name}`,
-                  ]),
-                  h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`),
-                ]),
-              ),
-            ),
-          ]),
-        ),
-      ),
-      telemetryNeed.note,
-    ]),
+    channelList,
     h('div', { class: 'workspace' }, [
+      h(LimitBanner, { limits: store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits }),
+      datasetLive && canTelemetry ? h(LiveBar, { follow, liveMode, head, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) }) : null,
       selected.length > 0
         ? h('div', { class: 'export' }, [
-            h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, 'Export CSV of the plotted channels (visible window)'),
+            h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'),
             telemetryNeed.note,
             exporting ? h('span', { role: 'status', class: 'muted' }, ` ${exporting}`) : null,
           ])
         : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
       selected.length > 0
-        ? h(Plot, { api, experimentId, datasetId, channels: selected, window, onWindow: setWindow, marks, onCursor: setCursor, onSpan: (s: PlotWindow) => setSpan((known) => known ?? s), onAxis: setAxis })
+        ? h(Plot, {
+            api,
+            experimentId,
+            datasetId,
+            channels: selected,
+            window: liveMode ? liveWindow : window,
+            onWindow: setWindow,
+            marks,
+            limits,
+            limitsNow: head,
+            live,
+            liveDataset: datasetLive,
+            onCursor: setCursor,
+            onSpan: (s: PlotWindow) => setSpan((known) => known ?? s),
+            onAxis: setAxis,
+          })
         : null,
-      props.narrow ? h(FlightView, { api, experimentId, datasetId, window, cursor, axis: selected.length > 0 ? axis : undefined }) : null,
-      h(CommandsPanel, { api, session, experimentId, datasetId, onCommands: setCommands }),
+      props.narrow ? h(FlightView, { api, experimentId, datasetId, channelIds: flightIds, window: liveMode ? liveWindow : window, cursor, axis: selected.length > 0 ? axis : undefined, live }) : null,
+      h(CommandsPanel, { api, session, experimentId, datasetId, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
     ]),
+  ]);
+}
+
+/**
+ * Following or not, and the one control that changes it: Pause (keeps the window shown, as a zoom
+ * does) while live, Resume live otherwise. The state is text, not only colour.
+ */
+function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: number | undefined; onPause: () => void; onResume: () => void }): VNode<any> {
+  const status = props.follow?.status;
+  const state = !props.liveMode ? 'Paused' : status === 'following' ? 'Live' : status === 'failed' ? 'Not following' : 'Connecting…';
+  const detail = !props.liveMode
+    ? 'a window is shown; the flight goes on streaming'
+    : status === 'reconnecting'
+      ? 'reconnecting to the service…'
+      : status === 'failed'
+        ? props.follow?.error
+        : props.head !== undefined
+          ? `the last ${LIVE_WINDOW_SECONDS} s, newest sample ${formatUtc(props.head)} UTC`
+          : 'waiting for the first samples';
+  return h('div', { class: `live-bar ${props.liveMode ? 'is-live' : 'is-paused'}`, role: 'group', 'aria-label': 'Live following' }, [
+    h('span', { class: 'live-state', 'data-testid': 'live-state', 'data-state': props.liveMode ? 'live' : 'paused' }, state),
+    h('span', { class: 'muted' }, detail),
+    props.liveMode
+      ? h('button', { type: 'button', onClick: props.onPause, disabled: props.head === undefined }, 'Pause')
+      : h('button', { type: 'button', class: 'resume-live', onClick: props.onResume }, 'Resume live'),
+  ]);
+}
+
+interface ChannelListProps {
+  name: string;
+  narrow: boolean;
+  span: PlotWindow | undefined;
+  /** Streaming: the span's end is now, not what it was when the view opened. */
+  live: boolean;
+  channels: Channel[] | undefined;
+  groups: ReturnType<typeof groupChannels>;
+  filter: string;
+  setFilter: (filter: string) => void;
+  error: string;
+  location: ConsoleLocation;
+  toggle: (name: string, on: boolean) => void;
+  telemetryNeed: Need;
+}
+
+function ChannelList(props: ChannelListProps): VNode<any> {
+  const { channels, groups, filter, location, telemetryNeed } = props;
+  return h('section', { class: 'channels', 'aria-label': 'Channels' }, [
+    h('h2', null, props.name),
+    props.span
+      ? h('p', { class: 'muted', 'data-testid': 'dataset-span' }, `${formatIso(new Date(props.span.from * 1000).toISOString())} → ${props.live ? 'streaming' : formatIso(new Date(props.span.to * 1000).toISOString())}`)
+      : null,
+    h('label', { for: 'channel-filter' }, 'Filter channels'),
+    h('input', { id: 'channel-filter', type: 'search', value: filter, placeholder: props.narrow ? 'e.g. attitude roll' : 'name, unit or type', onInput: (e: Event) => props.setFilter((e.target as HTMLInputElement).value) }),
+    props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
+    channels === undefined && !props.error ? h('p', { class: 'muted' }, 'Loading channels…') : null,
+    h(
+      'div',
+      { class: 'channel-groups' },
+      groups.map((g) =>
+        h('details', { key: g.message, open: groups.length <= 3 || filter.length > 0 || g.channels.some((c) => location.channels.includes(c.hypertableColName)) }, [
+          h('summary', null, `${g.message || 'Channels'} (${g.channels.length})`),
+          h(
+            'ul',
+            null,
+            g.channels.map((c) =>
+              h('li', { key: c.id }, [
+                h('label', null, [
+                  h('input', {
+                    type: 'checkbox',
+                    'data-channel': c.hypertableColName,
+                    checked: location.channels.includes(c.hypertableColName),
+                    disabled: telemetryNeed.disabled || !plottable(c),
+                    onChange: (e: Event) => props.toggle(c.hypertableColName, (e.target as HTMLInputElement).checked),
+                  }),
+                  ` ${g.message ? c.name.slice(`mavlink.${g.message}.`.length) : c.name}`,
+                ]),
+                h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`),
+              ]),
+            ),
+          ),
+        ]),
+      ),
+    ),
+    telemetryNeed.note,
   ]);
 }

@@ -1,56 +1,78 @@
 import { h, type VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { ConsoleApi } from './api.ts';
+import type { ConsoleApi, QuerySeries } from './api.ts';
 import { formatUtc } from './format.ts';
-import { indexAtOrBefore, localTrack, scaleBarMetres, type LocalTrack } from './geo.ts';
-import { stateSpans, type StateSpan } from './heartbeat.ts';
+import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
+import { stateSpans } from './heartbeat.ts';
+import { joinTail, valuesAt, type LiveSeries } from './live.ts';
 import type { PlotAxis, PlotWindow } from './plot.ts';
 
 const LAT = 'mavlink.GLOBAL_POSITION_INT.lat';
 const LON = 'mavlink.GLOBAL_POSITION_INT.lon';
 const HB = ['mavlink.HEARTBEAT.type', 'mavlink.HEARTBEAT.base_mode', 'mavlink.HEARTBEAT.custom_mode'];
+/** What the flight view reads; a live view follows these whole (the track and band show the flight so far). */
+export const FLIGHT_CHANNELS = [LAT, LON, ...HB];
 // Enough for a long flight's track and heartbeats (1 Hz) to arrive whole; a path is drawn, not pixels per point.
 const MAX_POINTS = 20_000;
 const SIZE = 320;
+const NONE = { times: [], values: [] };
 
 interface Props {
   api: ConsoleApi;
   experimentId: string;
   datasetId: string;
+  /** Those of FLIGHT_CHANNELS the dataset has stored (Query and Follow answer not_found for a signal never stored). */
+  channelIds: string[];
   window: PlotWindow | undefined;
   cursor: number | undefined;
   /** The plots' time axis when plots are shown: the band is drawn on it, under them. */
   axis: PlotAxis | undefined;
+  /** While following live: the stream's samples of FLIGHT_CHANNELS, continuing what was read when following began. */
+  live?: { series: ReadonlyMap<string, LiveSeries>; frame: number };
 }
 
 /** GPS track in local metres with a marker at the plot cursor, and the flight mode / armed band from HEARTBEAT. */
 export function FlightView(props: Props): VNode<any> {
-  const [track, setTrack] = useState<LocalTrack | undefined>();
-  const [spans, setSpans] = useState<StateSpan[]>([]);
-  const [range, setRange] = useState<PlotWindow | undefined>();
+  const [read, setRead] = useState<Map<string, QuerySeries> | undefined>();
   const [error, setError] = useState('');
+  const following = props.live !== undefined;
+  const channelKey = props.channelIds.join('\n');
 
+  // The flight so far, read again when following starts or stops: live, the stream continues it.
   useEffect(() => {
     let current = true;
-    props.api
-      .query({ experimentId: props.experimentId, datasetId: props.datasetId, channelIds: [LAT, LON, ...HB], maxPointsPerChannel: MAX_POINTS })
-      .then(({ series }) => {
-        if (!current) return;
-        const [lat, lon, type, base, custom] = series;
-        // lat and lon come from the same message, so their samples share timestamps while undownsampled.
-        setTrack(localTrack(lat!.times, lat!.values, lon!.values));
-        let end = 0;
-        for (const s of series) if (s.times.length > 0) end = Math.max(end, s.times[s.times.length - 1]!);
-        setSpans(stateSpans(type!.times, type!.values, base!.values, custom!.values, end));
-        let start = Infinity;
-        for (const s of series) if (s.times.length > 0) start = Math.min(start, s.times[0]!);
-        if (start < end) setRange({ from: start, to: end });
-      })
-      .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)));
+    if (props.channelIds.length === 0) setRead(new Map());
+    else
+      props.api
+        .query({ experimentId: props.experimentId, datasetId: props.datasetId, channelIds: props.channelIds, maxPointsPerChannel: MAX_POINTS })
+        .then(({ series }) => current && setRead(new Map(series.map((s, i) => [props.channelIds[i]!, s]))))
+        .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)));
     return () => {
       current = false;
     };
-  }, [props.api, props.experimentId, props.datasetId]);
+  }, [props.api, props.experimentId, props.datasetId, following, channelKey]);
+
+  const series = useMemo(() => read && FLIGHT_CHANNELS.map((id) => joinTail(read.get(id) ?? NONE, props.live?.series.get(id))), [read, props.live?.frame]);
+  // Rebuilt when a fix or a heartbeat was added, not on every frame.
+  const [lat, lon, type, base, custom] = series ?? [];
+  const track = useMemo(
+    () => lat && lon && localTrack(lat.times, lat.values, valuesAt(lat.times, lon.times, lon.values)),
+    [lat?.times.length, lat?.times[lat.times.length - 1], read],
+  );
+  const { spans, range } = useMemo(() => {
+    if (!series || !type || !base || !custom) return { spans: [], range: undefined };
+    let start = Infinity;
+    let end = 0;
+    for (const s of series) {
+      if (s.times.length === 0) continue;
+      start = Math.min(start, s.times[0]!);
+      end = Math.max(end, s.times[s.times.length - 1]!);
+    }
+    return {
+      spans: stateSpans(type.times, type.values, valuesAt(type.times, base.times, base.values), valuesAt(type.times, custom.times, custom.values), end),
+      range: start < end ? { from: start, to: end } : undefined,
+    };
+  }, [type?.times.length, type?.times[type.times.length - 1], read]);
 
   const geometry = useMemo(() => {
     if (!track || track.x.length === 0) return undefined;
@@ -72,12 +94,13 @@ export function FlightView(props: Props): VNode<any> {
     return { d, px, py, extent };
   }, [track]);
 
+  // At the plots' cursor; live without one, at the latest fix (where the vehicle is now).
   const marker = useMemo(() => {
-    if (!track || !geometry || props.cursor === undefined) return undefined;
-    const i = indexAtOrBefore(track.times, props.cursor);
+    if (!track || !geometry || (props.cursor === undefined && !following)) return undefined;
+    const i = props.cursor === undefined ? track.times.length - 1 : indexAtOrBefore(track.times, props.cursor);
     if (i < 0) return undefined;
     return { x: geometry.px(track.x[i]!), y: geometry.py(track.y[i]!), east: track.x[i]!, north: track.y[i]! };
-  }, [track, geometry, props.cursor]);
+  }, [track, geometry, props.cursor, following]);
 
   // On the plots' axis when there are plots (the same pixels for the same instant), else across the width.
   const band = props.axis ? { from: props.axis.min, to: props.axis.max } : (props.window ?? range);
@@ -87,7 +110,7 @@ export function FlightView(props: Props): VNode<any> {
     error ? h('p', { class: 'error', role: 'alert' }, `Flight data unavailable: ${error}`) : null,
     track && track.x.length === 0 ? h('p', { class: 'muted' }, 'No GPS fix in GLOBAL_POSITION_INT.') : null,
     band && spans.length > 0
-      ? h('div', { class: 'state-band', role: 'group', 'aria-label': 'Flight mode and armed state' }, [
+      ? h('div', { class: 'state-band', role: 'group', 'aria-label': 'Flight mode and armed state', 'data-end': range?.to }, [
           h(
             'div',
             { class: 'band-row' },
@@ -115,7 +138,13 @@ export function FlightView(props: Props): VNode<any> {
             h('text', { x: SIZE - 10, y: 18, class: 'track-north', 'text-anchor': 'end' }, 'N ↑'),
             marker ? h('circle', { cx: marker.x, cy: marker.y, r: 6, class: 'track-marker', 'data-testid': 'track-marker' }) : null,
           ]),
-          h('figcaption', { class: 'muted' }, marker ? `At cursor: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix` : 'Local metres from the first fix; hover the plots to follow the vehicle.'),
+          h(
+            'figcaption',
+            { class: 'muted' },
+            marker
+              ? `${props.cursor === undefined ? 'Latest fix' : 'At cursor'}: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix`
+              : 'Local metres from the first fix; hover the plots to follow the vehicle.',
+          ),
         ])
       : null,
   ]);

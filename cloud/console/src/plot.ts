@@ -2,9 +2,10 @@ import type { Channel } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
-import type { ConsoleApi, QuerySeries } from './api.ts';
+import type { ConsoleApi } from './api.ts';
 import type { TimelineMark } from './marks.ts';
 import { formatUtc } from './format.ts';
+import { boundText, type LimitCrossing, type LiveSeries } from './live.ts';
 import { queryChannelId } from './signals.ts';
 
 export interface PlotWindow {
@@ -20,9 +21,16 @@ export interface PlotAxis {
   max: number;
 }
 
+/** What a pane draws: a Query answer's series, or the live window's samples. */
+interface PaneSeries {
+  times: ArrayLike<number>;
+  values: ArrayLike<number>;
+  rawPoints: number;
+}
+
 interface PaneData {
   channel: Channel;
-  series: QuerySeries;
+  series: PaneSeries;
 }
 
 const SYNC_KEY = 'sortie-plot';
@@ -52,6 +60,17 @@ export interface PlotProps {
   onSpan: (span: PlotWindow) => void;
   /** Where the time axis is drawn, for what is placed under the plots on the same axis. */
   onAxis?: (axis: PlotAxis) => void;
+  /**
+   * While following live: the stream's samples by channel id and the animation frame they were drawn
+   * for. The panes draw these instead of querying, and `window` is the live window.
+   */
+  live?: { series: ReadonlyMap<string, LiveSeries>; frame: number };
+  /** Whether the dataset is live: the live bar's "Resume live" then stands where "Reset zoom" would. */
+  liveDataset?: boolean;
+  /** Limit crossings, shaded over their span on every pane (the crossed bound drawn on the signal's own pane). */
+  limits: LimitCrossing[];
+  /** Where a crossing still under way ends on the plots: the newest sample while live, else the right edge. */
+  limitsNow?: number;
 }
 
 /**
@@ -87,6 +106,8 @@ export function Plot(props: PlotProps): VNode<any> {
       setPanes([]);
       return;
     }
+    // Live, the stream brings the samples (below); a window or the whole dataset is queried.
+    if (props.live) return;
     let current = true;
     setLoading(true);
     props.api
@@ -116,14 +137,34 @@ export function Plot(props: PlotProps): VNode<any> {
     return () => {
       current = false;
     };
-  }, [props.api, props.experimentId, props.datasetId, channelKey, windowKey]);
+  }, [props.api, props.experimentId, props.datasetId, channelKey, windowKey, !props.live]);
+
+  // A new series object per frame (the arrays are copied into uPlot), so each pane redraws once per frame.
+  const livePanes = useMemo(
+    () =>
+      props.live &&
+      props.channels.map((channel) => {
+        const s = props.live!.series.get(queryChannelId(channel));
+        return { channel, series: { times: s?.times ?? [], values: s?.values ?? [], rawPoints: s?.times.length ?? 0 } };
+      }),
+    [props.live?.frame, props.live?.series, channelKey],
+  );
+  const shownPanes = livePanes ?? panes;
 
   const children: VNode<any>[] = [];
   children.push(
     h('div', { class: 'plot-toolbar' }, [
-      h('span', { class: 'muted' }, props.window ? `Window ${formatUtc(props.window.from)} → ${formatUtc(props.window.to)} UTC` : 'Whole dataset (UTC)'),
-      h('button', { type: 'button', onClick: () => props.onWindow(undefined), disabled: !props.window }, 'Reset zoom'),
-      loading ? h('span', { class: 'muted', role: 'status' }, 'Loading…') : null,
+      h(
+        'span',
+        { class: 'muted' },
+        props.live && props.window
+          ? `Live window ${formatUtc(props.window.from)} → ${formatUtc(props.window.to)} UTC`
+          : props.window
+            ? `Window ${formatUtc(props.window.from)} → ${formatUtc(props.window.to)} UTC`
+            : 'Whole dataset (UTC)',
+      ),
+      props.liveDataset ? null : h('button', { type: 'button', onClick: () => props.onWindow(undefined), disabled: !props.window }, 'Reset zoom'),
+      loading && !props.live ? h('span', { class: 'muted', role: 'status' }, 'Loading…') : null,
       error ? h('span', { class: 'error', role: 'alert' }, `Query failed: ${error}`) : null,
     ]),
   );
@@ -131,21 +172,25 @@ export function Plot(props: PlotProps): VNode<any> {
     h(
       'div',
       { class: 'panes', ref: container },
-      panes.map((pane, i) =>
+      shownPanes.map((pane, i) =>
         h(Pane, {
           key: pane.channel.hypertableColName,
           pane,
           index: i,
           window: props.window ?? extent,
+          live: props.live !== undefined,
           marks: props.marks,
+          limits: props.limits,
+          limitsNow: props.limitsNow,
           onWindow: props.onWindow,
           onCursor: props.onCursor,
           onAxis: i === 0 ? setAxis : undefined,
-          showAxis: i === panes.length - 1,
+          showAxis: i === shownPanes.length - 1,
         }),
       ),
     ),
   );
+  children.push(h(LimitSpans, { limits: props.limits, now: props.limitsNow, axis }));
   children.push(h(Timeline, { marks: props.marks, axis }));
   return h('section', { class: 'plot', 'aria-label': 'Plots' }, children);
 }
@@ -154,7 +199,10 @@ interface PaneProps {
   pane: PaneData;
   index: number;
   window: PlotWindow | undefined;
+  live: boolean;
   marks: TimelineMark[];
+  limits: LimitCrossing[];
+  limitsNow: number | undefined;
   showAxis: boolean;
   onWindow: (window: PlotWindow) => void;
   onCursor: (t: number | undefined) => void;
@@ -165,6 +213,57 @@ interface PaneProps {
 function utcTicks(_u: uPlot, splits: number[], _axis: number, _space: number, increment: number): string[] {
   const end = increment < 1 ? 23 : increment < 60 ? 19 : 16;
   return splits.map((s) => formatUtc(s).slice(11, end));
+}
+
+// Warning amber and critical red: a translucent fill over the crossing's span, a solid stripe along its top.
+const LIMIT_FILL = { warning: 'rgba(214, 140, 0, 0.2)', critical: 'rgba(200, 30, 30, 0.16)' };
+const LIMIT_STROKE = { warning: '#9a5b00', critical: '#b3261e' };
+
+/** Whether a crossing is about this pane's channel (a rule names it as Query does: a wide channel's index, a signal's name). */
+function ofChannel(l: LimitCrossing, channel: Channel): boolean {
+  return l.signal === queryChannelId(channel);
+}
+
+/**
+ * The crossings over their span, under the grid and the line (`spans`, before uPlot draws): on every
+ * pane, so an exceedance of one signal shows against all the others at that moment. Over the line
+ * (`bounds`, after): the crossed bound as a dashed line on the signal's own pane, where a grid line at
+ * the same round value would otherwise hide it. Returns how many spans are on the pane.
+ */
+function drawLimits(u: uPlot, limits: readonly LimitCrossing[], now: number | undefined, channel: Channel, layer: 'spans' | 'bounds'): number {
+  const { left, top, width, height } = u.bbox;
+  const ctx = u.ctx;
+  let drawn = 0;
+  ctx.save();
+  for (const l of limits) {
+    const x0 = Math.max(left, u.valToPos(l.start, 'x', true));
+    // At least two pixels, so a crossing shorter than a pixel column still shows.
+    const x1 = Math.max(x0 + 2 * devicePixelRatio, Math.min(left + width, u.valToPos(l.end ?? now ?? Infinity, 'x', true)));
+    if (x0 >= left + width || x1 <= left) continue;
+    drawn++;
+    if (layer === 'spans') {
+      ctx.fillStyle = LIMIT_FILL[l.severity];
+      ctx.fillRect(x0, top, x1 - x0, height);
+      ctx.fillStyle = LIMIT_STROKE[l.severity];
+      ctx.fillRect(x0, top, x1 - x0, 4 * devicePixelRatio);
+      continue;
+    }
+    if (!ofChannel(l, channel)) continue;
+    ctx.strokeStyle = LIMIT_STROKE[l.severity];
+    ctx.lineWidth = 1.5 * devicePixelRatio;
+    ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+    for (const bound of [l.low, l.high]) {
+      if (bound === null) continue;
+      const y = u.valToPos(bound, 'y', true);
+      if (y < top || y > top + height) continue;
+      ctx.beginPath();
+      ctx.moveTo(left, y);
+      ctx.lineTo(left + width, y);
+      ctx.stroke();
+    }
+  }
+  ctx.restore();
+  return drawn;
 }
 
 const COLORS = ['#1f5fbf', '#b3261e', '#146c2e', '#8a4b00', '#6b2fa3', '#00687a'];
@@ -205,6 +304,22 @@ function Pane(props: PaneProps): VNode<any> {
             return w ? [w.from, w.to] : [min, max];
           },
         },
+        // The data's range, widened to the bound of any crossing of this signal, so the dashed bound line is on the pane.
+        y: {
+          range: (_u, min, max) => {
+            let lo: number | null = min;
+            let hi: number | null = max;
+            for (const l of latest.current.limits) {
+              if (!ofChannel(l, channel)) continue;
+              for (const b of [l.low, l.high]) {
+                if (b === null) continue;
+                lo = lo === null ? b : Math.min(lo, b);
+                hi = hi === null ? b : Math.max(hi, b);
+              }
+            }
+            return lo === null || hi === null ? [null, null] : uPlot.rangeNum(lo, hi, 0.1, true);
+          },
+        },
       },
       axes: [
         { show: props.showAxis, stroke: '#333', grid: { stroke: '#e3e3e3' }, values: utcTicks, space: 90, label: props.showAxis ? 'UTC' : undefined, labelSize: 18 },
@@ -216,6 +331,11 @@ function Pane(props: PaneProps): VNode<any> {
         drag: { x: true, y: false, setScale: false },
       },
       hooks: {
+        drawClear: [
+          (u) => {
+            element.dataset.limitBands = String(drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, 'spans'));
+          },
+        ],
         setSelect: [
           (u) => {
             if (u.select.width < 3) return;
@@ -249,6 +369,7 @@ function Pane(props: PaneProps): VNode<any> {
               ctx.stroke();
             }
             ctx.restore();
+            drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, 'bounds');
             latest.current.onAxis?.({
               left: u.bbox.left / devicePixelRatio,
               width: u.bbox.width / devicePixelRatio,
@@ -276,22 +397,62 @@ function Pane(props: PaneProps): VNode<any> {
     };
   }, [channel.hypertableColName, props.showAxis]);
 
-  // New data is drawn in the same frame it arrives in (an effect would wait for the next one).
+  // New data is drawn in the same frame it arrives in (an effect would wait for the next one), and
+  // drawn now: batch() commits at once where setData alone would draw in a later microtask, so once the
+  // views have committed, the pixels are on the canvas (what the live timings measure).
   useLayoutEffect(() => {
-    plot.current?.setData([Array.from(series.times), Array.from(series.values)]);
+    plot.current?.batch(() => plot.current!.setData([Array.from(series.times), Array.from(series.values)]));
   }, [series]);
   useEffect(() => {
     plot.current?.redraw(false, false);
-  }, [props.marks]);
+  }, [props.marks, props.limits]);
 
   const unit = channel.unit ? ` (${channel.unit})` : '';
   return h('figure', { class: 'pane', 'data-channel': channel.hypertableColName, 'data-raw-points': series.rawPoints, 'data-shown-points': shown, 'data-downsampled': String(downsampled) }, [
     h('figcaption', null, [
       h('strong', null, `${channel.name}${unit}`),
-      h('span', { class: 'muted' }, ` ${series.rawPoints.toLocaleString('en')} raw points in window · ${downsampled ? `downsampled to ${shown.toLocaleString('en')}` : 'all shown'}`),
+      h(
+        'span',
+        { class: 'muted' },
+        props.live
+          ? ` ${shown.toLocaleString('en')} points in the live window`
+          : ` ${series.rawPoints.toLocaleString('en')} raw points in window · ${downsampled ? `downsampled to ${shown.toLocaleString('en')}` : 'all shown'}`,
+      ),
     ]),
     h('div', { class: 'pane-canvas', ref: host, role: 'img', 'aria-label': `Plot of ${channel.name}${unit}: ${shown} points shown of ${series.rawPoints} in the window` }),
   ]);
+}
+
+/**
+ * The crossings' spans under the plots on the same axis, as elements: what the canvas shades, readable
+ * by a screen reader (and by the tests) with the signal, the bound and when.
+ */
+function LimitSpans(props: { limits: LimitCrossing[]; now: number | undefined; axis: PlotAxis | undefined }): VNode<any> | null {
+  const { axis } = props;
+  if (!axis || props.limits.length === 0) return null;
+  const x = (t: number) => axis.left + Math.min(1, Math.max(0, (t - axis.min) / (axis.max - axis.min))) * axis.width;
+  return h(
+    'ul',
+    { class: 'limit-spans', 'aria-label': 'Limit crossings on the time axis' },
+    props.limits
+      .filter((l) => l.start <= axis.max && (l.end ?? Infinity) >= axis.min)
+      .map((l) => {
+        const end = l.end ?? props.now ?? axis.max;
+        const text = `${l.severity} limit: ${l.label ?? l.signal} ${boundText(l)} from ${formatUtc(l.start)} UTC${l.end === undefined ? ', still crossed' : ` to ${formatUtc(l.end)} UTC`}`;
+        return h(
+          'li',
+          {
+            key: l.id,
+            class: `limit-span limit-${l.severity}`,
+            'data-severity': l.severity,
+            'data-active': String(l.active),
+            style: { left: `${x(l.start)}px`, width: `${Math.max(2, x(end) - x(l.start))}px` },
+            title: text,
+          },
+          h('span', { class: 'sr-only' }, text),
+        );
+      }),
+  );
 }
 
 /** The marks as focusable points under the plots: hover or focus shows the event's message. */
