@@ -263,7 +263,9 @@ function DatasetView(props: DatasetProps): VNode<any> {
     channelList,
     h('div', { class: 'workspace' }, [
       h(LimitBanner, { limits: store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits }),
-      datasetLive && canTelemetry ? h(LiveBar, { follow, liveMode, head, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) }) : null,
+      datasetLive && canTelemetry
+        ? h(LiveBar, { follow, liveMode, head, channels: followIds.length, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) })
+        : null,
       selected.length > 0
         ? h('div', { class: 'export' }, [
             h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'),
@@ -299,7 +301,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
  * Following or not, and the one control that changes it: Pause (keeps the window shown, as a zoom
  * does) while live, Resume live otherwise. The state is text, not only colour.
  */
-function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: number | undefined; onPause: () => void; onResume: () => void }): VNode<any> {
+function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: number | undefined; channels: number; onPause: () => void; onResume: () => void }): VNode<any> {
   const status = props.follow?.status;
   const state = !props.liveMode ? 'Paused' : status === 'following' ? 'Live' : status === 'failed' ? 'Not following' : 'Connecting…';
   const detail = !props.liveMode
@@ -310,7 +312,9 @@ function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: n
         ? props.follow?.error
         : props.head !== undefined
           ? `the last ${LIVE_WINDOW_SECONDS} s, newest sample ${formatUtc(props.head)} UTC`
-          : 'waiting for the first samples';
+          : props.channels === 0
+            ? 'events and commands; tick channels to follow them'
+            : 'waiting for the first samples';
   return h('div', { class: `live-bar ${props.liveMode ? 'is-live' : 'is-paused'}`, role: 'group', 'aria-label': 'Live following' }, [
     h('span', { class: 'live-state', 'data-testid': 'live-state', 'data-state': props.liveMode ? 'live' : 'paused' }, state),
     h('span', { class: 'muted' }, detail),

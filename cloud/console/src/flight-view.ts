@@ -52,7 +52,12 @@ export function FlightView(props: Props): VNode<any> {
     };
   }, [props.api, props.experimentId, props.datasetId, following, channelKey]);
 
-  const series = useMemo(() => read && FLIGHT_CHANNELS.map((id) => joinTail(read.get(id) ?? NONE, props.live?.series.get(id))), [read, props.live?.frame]);
+  // Joined again only when a flight channel gained samples, not on every frame of the plots.
+  const grown = FLIGHT_CHANNELS.map((id) => {
+    const s = props.live?.series.get(id);
+    return s ? `${s.times.length}:${s.times[s.times.length - 1]}` : '';
+  }).join();
+  const series = useMemo(() => read && FLIGHT_CHANNELS.map((id) => joinTail(read.get(id) ?? NONE, props.live?.series.get(id))), [read, props.live?.series, grown]);
   // Rebuilt when a fix or a heartbeat was added, not on every frame.
   const [lat, lon, type, base, custom] = series ?? [];
   const track = useMemo(

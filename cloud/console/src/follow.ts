@@ -121,6 +121,8 @@ export const liveTimings = {
   timings: [] as LiveTiming[],
   received(receivedAt: number, head: number | undefined): void {
     this.pending.push({ headMs: head === undefined ? undefined : head * 1000, receivedAt });
+    // A hidden tab runs no animation frames while updates still arrive: keep the newest only.
+    if (this.pending.length > KEPT_TIMINGS) this.pending.splice(0, this.pending.length - KEPT_TIMINGS);
   },
   /** Called once the frame's drawing is done. */
   drawn(): void {
