@@ -224,9 +224,11 @@ export class SortieService {
     this.#httpCloser = undefined;
     const grpc = this.#grpc;
     this.#grpc = undefined;
-    // gRPC streams may stay open for good; cut them early enough to leave time for delivery and the pool.
+    // Streams may stay open for good; cut them early enough to leave time for delivery and the pool.
     const grace = this.ctx.config.shutdownGraceMs;
-    await Promise.all([http?.close(), grpc?.close({ forceAfterMs: Math.max(grace / 2, grace - 5000) })]);
+    // Both carry streams now (Follow on HTTP too): a connection whose client stopped reading is cut then.
+    const forceAfterMs = Math.max(grace / 2, grace - 5000);
+    await Promise.all([http?.close({ forceAfterMs }), grpc?.close({ forceAfterMs })]);
     await this.#keys?.stop();
     this.#keys = undefined;
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.

@@ -40,4 +40,28 @@ describe('gracefulCloser', () => {
       server.closeAllConnections();
     }
   });
+
+  it('cuts, after forceAfterMs, an answer that can never finish (a stream to a client that stopped reading)', async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200);
+      res.write('first part; the rest never comes');
+    });
+    const closer = gracefulCloser(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const cut = new Promise<string>((resolve) => {
+      http.get({ port, host: '127.0.0.1', path: '/' }, (res) => {
+        res.on('data', () => {});
+        res.on('close', () => resolve(res.complete ? 'complete' : 'cut'));
+      });
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await closer.close({ forceAfterMs: 300 });
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(250);
+    expect(took).toBeLessThan(2000);
+    expect(await cut).toBe('cut');
+    expect(server.listening).toBe(false);
+  });
 });

@@ -5,8 +5,11 @@ import type { Server, ServerResponse } from 'node:http';
  * keep-alive connection to time out (5 s each, after its last response). Here requests in flight
  * finish and are answered with `Connection: close`, and connections with nothing in flight are closed
  * at once, so close resolves as soon as the last answer is out. Call before the server gets requests.
+ *
+ * `forceAfterMs` bounds the wait: an answer still going out then (a live Follow stream to a client that
+ * stopped reading, whose last bytes can never leave) has its connection closed.
  */
-export function gracefulCloser(server: Server): { close(): Promise<void> } {
+export function gracefulCloser(server: Server): { close(options?: { forceAfterMs?: number }): Promise<void> } {
   const inFlight = new Set<ServerResponse>();
   let closing = false;
   server.on('request', (_req, res: ServerResponse) => {
@@ -19,11 +22,16 @@ export function gracefulCloser(server: Server): { close(): Promise<void> } {
     });
   });
   return {
-    close: () =>
+    close: (options = {}) =>
       new Promise<void>((resolve) => {
         closing = true;
         for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
-        server.close(() => resolve());
+        const force = options.forceAfterMs === undefined ? undefined : setTimeout(() => server.closeAllConnections(), options.forceAfterMs);
+        force?.unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };

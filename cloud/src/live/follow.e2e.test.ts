@@ -2,6 +2,7 @@ import { createSortieClient, SortieApiError } from '@sortie/client';
 import type { FollowUpdate } from '@sortie/contracts';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { liveFeeds } from '../telemetry/follow.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 
 // Follow on the real service (real PostgreSQL, the in-process live bus), over Connect on the HTTP port
@@ -114,6 +115,17 @@ describe('Follow', () => {
     expect(seen).toMatchObject({ status: 'logged', commandText: 'ARM' });
     abort.abort();
     await s.done;
+  });
+
+  it('ends the server\'s side when the follower goes away: its feed closes', async () => {
+    const abort = new AbortController();
+    const s = collect(client().telemetry.follow({ datasetId, channelIds: ['0'] }, { signal: abort.signal }));
+    await until('the opening update', () => s.updates[0]);
+    const feeds = liveFeeds(t.service.ctx);
+    expect(feeds.size).toBe(1);
+    abort.abort();
+    await s.done;
+    await until('the feed to close', () => feeds.size === 0 || undefined);
   });
 
   it('answers a channel the dataset lacks as Query does, in the envelope\'s code', async () => {

@@ -17,7 +17,7 @@ export { setUpDispatchingOrg, startChildCloudFixture } from './child-cloud-fixtu
 export type { ChildCloudFixture, DispatchingOrg } from './child-cloud-fixture.ts';
 export { startServiceChild } from './service-child.ts';
 export type { ServiceChild } from './service-child.ts';
-export { freePort, NATS_SERVER_BIN, waitForPort } from './nats-server.ts';
+export { dropDeliveryStream, freePort, NATS_SERVER_BIN, TEST_NATS_URL, uniqueNatsNamespace, waitForPort } from './nats-server.ts';
 export { eventually, verifiedBody } from './delivery-fixture.ts';
 // Every stored sample of a narrow (MAVLink) dataset, whatever its physical shape, for test/edge-to-cloud.
 export { readStoredSamples } from '../telemetry/read.ts';

@@ -46,6 +46,8 @@ export class DatasetFeed {
   #wideCursor: number | undefined;
   readonly #seqCursors = new Map<string, string>();
   #tables: Map<number, MessageTable> | undefined;
+  /** Followed messages that had no table at the last look: when one appears, all of it is new. */
+  readonly #tableless = new Set<number>();
   #reading: Promise<void> | undefined;
   #again = false;
   #closed = false;
@@ -158,6 +160,11 @@ export class DatasetFeed {
     if (byMsgid.size === 0) return undefined;
     // A followed signal whose message has no table yet gets one when its first frame arrives.
     if (!this.#tables || [...byMsgid.keys()].some((m) => !this.#tables!.has(m))) this.#tables = await loadMessageTables(this.#ctx.db, this.dataset.id);
+    for (const msgid of byMsgid.keys()) {
+      const table = this.#tables.get(msgid);
+      if (!table) this.#tableless.add(msgid);
+      else if (this.#tableless.delete(msgid) && !this.#seqCursors.has(table.table)) this.#seqCursors.set(table.table, '0');
+    }
     const shifts = (await loadBootSessions(this.#ctx.db, this.dataset.id)).map(sessionShift);
     let head: number | undefined;
     for (const [msgid, signals] of byMsgid) {
@@ -165,7 +172,8 @@ export class DatasetFeed {
       if (!table) continue;
       const cursor = this.#seqCursors.get(table.table);
       if (cursor === undefined) {
-        // First read of this table: start after its last row (subscribers read what came before).
+        // First read of a table that existed when it was first followed: start after its last row
+        // (subscribers read what came before in their window).
         const [last] = await messageTableTail(this.#ctx.db, table.table, [], shifts, undefined, 1);
         this.#seqCursors.set(table.table, last?.seq ?? '0');
         continue;
