@@ -156,6 +156,9 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     expect(await page.locator('.channel-groups summary').allTextContents()).toEqual(['ATTITUDE (2)']);
     expect(await page.locator('.channel-groups li').first().textContent()).toMatch(/rad · float/);
     expect(page.url()).toContain(`dataset=${datasetId}`);
+    // Its telemetry arrived more than ten seconds ago: a finished flight, not marked live, opened whole.
+    expect(await page.locator('.datasets li', { hasText: 'vtol-sys1' }).getAttribute('data-live')).toBe('false');
+    expect(await page.locator('[data-testid=live-state]').count()).toBe(0);
     // The flight's time span (UTC) before anything is plotted: the capture was flown on 2018-08-08.
     await expect.poll(() => page.textContent('[data-testid=dataset-span]')).toMatch(/^2018-08-08 [\d:.]+ UTC → 2018-08-08 [\d:.]+ UTC$/);
   });
