@@ -332,3 +332,38 @@ describe('errors and the bin', () => {
     expect([flagsAround.code, flagsAround.stderr]).toEqual([4, expect.stringContaining('401 unauthorized')]);
   });
 });
+
+// Last: it appends rows and a limit rule, which the tests above do not expect.
+describe('follow', () => {
+  it('prints the latest value as each batch arrives, and a limit crossing as it starts and ends', async () => {
+    const client = createSortieClient({ baseUrl: f.t.url, apiKey: org.key });
+    await client.limits.create({ experimentId, datasetId, name: 'ceiling', signal: '0', condition: 'above', high: 100, severity: 'critical' });
+    const following = sortie(['follow', datasetId, '--channel', 'altitude', '--for', '4']);
+    // After the stream has opened: three batches, the second above the ceiling, the third back under it.
+    await new Promise((r) => setTimeout(r, 800));
+    for (const [i, altitude] of [[60, 70], [61, 130], [62, 80]] as const) {
+      await client.datasets.append({ experimentId, datasetId, rows: [{ timestamp: new Date(Date.UTC(2026, 0, 1) + i * 100).toISOString(), values: { altitude } }] });
+      await new Promise((r) => setTimeout(r, 400));
+    }
+    const out = await following;
+    expect(out.code).toBe(0);
+    expect(out.stderr).toContain(`following 1 channel of ${datasetId} for 4 s`);
+    const lines = out.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^TIME\s+WHAT\s+VALUE$/);
+    // The opening window's latest value, then each update's latest: 130 and 80 fall in one slice of the
+    // one-minute window's budget, so 130 travels with 80 in one update, whose latest is 80.
+    const values = lines.map((l) => l.split(/\s+/)).filter((cells) => cells[1] === 'altitude').map((cells) => cells[2]);
+    expect(values[0]).toBe('49');
+    expect(values.at(-1)).toBe('80');
+    expect(values).toContain('70');
+    expect(lines.some((l) => /2026-01-01T00:00:06.100Z\s+LIMIT\s+LIMIT CRITICAL CROSSED: .*above 100.*, worst 130/.test(l))).toBe(true);
+    expect(lines.some((l) => /LIMIT CRITICAL ended/.test(l))).toBe(true);
+  });
+
+  it('--json prints one object per update', async () => {
+    const out = await sortie(['follow', datasetId, '--channel', 'altitude', '--for', '1', '--json']);
+    expect(out.code).toBe(0);
+    const first = JSON.parse(out.stdout.trim().split('\n')[0]!);
+    expect(first).toMatchObject({ reset: true, latest: { altitude: { value: 80 } } });
+  });
+});
