@@ -126,8 +126,8 @@ export function createTelemetryClient(options: { baseUrl: string; apiKey?: strin
             yield update;
           }
         } catch (error) {
-          // The caller's own abort ends the iteration: that is how a follower stops.
-          if (rpc.signal?.aborted && error instanceof ConnectError && error.code === Code.Canceled) return;
+          // The caller's own abort (or AbortSignal.timeout) ends the iteration: that is how a follower stops.
+          if (rpc.signal?.aborted && error instanceof ConnectError) return;
           const mapped = rpcError(error, requestId);
           if (mapped instanceof SortieApiError) rpc.onResponse?.({ operationId: 'TelemetryService.Follow', status: mapped.status, requestId: mapped.requestId });
           throw mapped;

@@ -87,7 +87,7 @@ export class SortieService {
   readonly ctx: AppContext;
   readonly delivery: DeliveryEngine;
   #http: ServerType | undefined;
-  #httpCloser: { close(): Promise<void> } | undefined;
+  #httpCloser: ReturnType<typeof gracefulCloser> | undefined;
   #grpc: GrpcServer | undefined;
   #sweeper: { stop(): Promise<void> } | undefined;
   #keys: { stop(): Promise<void> } | undefined;
