@@ -3,6 +3,7 @@ import type { FollowUpdate } from '@sortie/contracts';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveFeeds } from '../telemetry/follow.ts';
+import { follow } from './follow.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 
 // Follow on the real service (real PostgreSQL, the in-process live bus), over Connect on the HTTP port
@@ -126,6 +127,43 @@ describe('Follow', () => {
     abort.abort();
     await s.done;
     await until('the feed to close', () => feeds.size === 0 || undefined);
+  });
+
+  it('a follower that stops reading is never buffered for: past a window\'s budget it is reset from storage', async () => {
+    const abort = new AbortController();
+    const stream = follow(t.service.ctx, { organizationId: org.organizationId, datasetId, experimentId: '', channelIds: ['0'], windowMs: 10_000, budget: 30, commands: false }, abort.signal);
+    const opening = await stream.next();
+    expect(opening.value).toMatchObject({ reset: true, dropped: 0 });
+    // A minute of data while the reader takes nothing: far more than 30 samples per 10 s.
+    for (let sec = 50; sec < 110; sec += 5) await append(sec, sec + 5, 50);
+    await new Promise((r) => setTimeout(r, 300));
+    const next = (await stream.next()).value!;
+    expect(next.reset).toBe(true);
+    expect(next.dropped).toBe(1);
+    // The window afresh: the newest 10 s, within the budget.
+    expect(next.head).toBe(BASE * 1000 + 109_980_000);
+    expect(next.series[0]!.samples.length).toBeLessThanOrEqual(30);
+    expect(next.series[0]!.samples[0]!.t).toBeGreaterThanOrEqual(BASE * 1000 + 99_980_000);
+    abort.abort();
+    await stream.return(undefined);
+  });
+
+  it('ends every stream UNAVAILABLE when the service shuts down, so clients follow again elsewhere', async () => {
+    const other = await startTestService();
+    try {
+      const o = await other.createOrg();
+      const exp = (await other.call('POST', '/api/experiments/create', { key: o.key, body: { name: 'x' } })).body.id;
+      const ds = (await other.call('POST', '/api/streams/register', { key: o.key, body: { experimentId: exp, datasetName: 'stand', channels: [{ name: 'thrust' }] } })).body.datasetId;
+      const s = collect(createSortieClient({ baseUrl: other.url, apiKey: o.key }).telemetry.follow({ datasetId: ds, channelIds: ['0'] }));
+      await until('the opening update', () => s.updates[0]);
+      const stopping = other.stop();
+      await s.done;
+      expect(s.failure).toBeInstanceOf(SortieApiError);
+      expect(s.failure).toMatchObject({ code: 'unavailable', status: 503 });
+      await stopping;
+    } finally {
+      await other.stop().catch(() => {});
+    }
   });
 
   it('answers a channel the dataset lacks as Query does, in the envelope\'s code', async () => {
