@@ -1,5 +1,4 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
-import type { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { FollowRequest, FollowUpdateSchema } from '@sortie/contracts';
 import { ApiError } from '../../http/api-error.ts';
@@ -7,6 +6,7 @@ import { follow, type FollowMessage } from '../../live/follow.ts';
 import { principalOf, requestIdKey } from '../rpc/context.ts';
 import { toConnectError } from '../rpc/errors.ts';
 import { uuidField } from '../rpc/handler.ts';
+import { microsToTimestamp } from '../rpc/timestamps.ts';
 import type { GrpcDeps } from '../rpc/deps.ts';
 
 type FollowUpdateInit = MessageInitShape<typeof FollowUpdateSchema>;
@@ -73,9 +73,4 @@ function toUpdate(m: FollowMessage): FollowUpdateInit {
     commands: m.commands as unknown as JsonObject[],
     dropped: BigInt(m.dropped),
   };
-}
-
-function microsToTimestamp(us: number): MessageInitShape<typeof TimestampSchema> {
-  const seconds = Math.floor(us / 1_000_000);
-  return { seconds: BigInt(seconds), nanos: Math.round(us - seconds * 1_000_000) * 1000 };
 }

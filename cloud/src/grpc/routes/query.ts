@@ -1,11 +1,10 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
-import { ApiError } from '../../http/api-error.ts';
 import { readSeries, type SeriesResult } from '../../telemetry/read.ts';
 import { principalOf } from '../rpc/context.ts';
 import { runRpc, uuidField } from '../rpc/handler.ts';
+import { microsToTimestamp, timestampMicros } from '../rpc/timestamps.ts';
 import type { GrpcDeps } from '../rpc/deps.ts';
 
 /** Query: per channel a downsampled series of at most max_points_per_channel samples, and exact raw counts. */
@@ -43,17 +42,4 @@ function seriesResponse(series: SeriesResult[]): MessageInitShape<typeof QueryRe
     })),
     totalRawPoints: BigInt(series.reduce((n, s) => n + s.rawPoints, 0)),
   };
-}
-
-function timestampMicros(ts: Timestamp, field: string): number {
-  const seconds = Number(ts.seconds);
-  if (!Number.isSafeInteger(seconds * 1_000_000) || ts.nanos < 0 || ts.nanos > 999_999_999) {
-    throw new ApiError('invalid_request', `${field} is not a valid timestamp in the supported range`);
-  }
-  return seconds * 1_000_000 + Math.floor(ts.nanos / 1000);
-}
-
-function microsToTimestamp(us: number): MessageInitShape<typeof import('@bufbuild/protobuf/wkt').TimestampSchema> {
-  const seconds = Math.floor(us / 1_000_000);
-  return { seconds: BigInt(seconds), nanos: (us - seconds * 1_000_000) * 1000 };
 }
