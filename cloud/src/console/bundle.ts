@@ -38,6 +38,37 @@ const englishOnlyZod: Plugin = {
   },
 };
 
+/**
+ * zod modules the console never runs, each standing in for a stub with the same exports: `z.compile`
+ * (its parsers are built with `new Function`, which the page's CSP refuses: zod runs jitless there) and
+ * `z.fromJSONSchema`. zod lists the first as having side effects and re-exports both from `z`, so esbuild
+ * keeps them whole: about 12 KB of the gzipped script, room the budget needs.
+ */
+const UNUSED_ZOD: Record<string, { from: RegExp; contents: string }> = {
+  './compile.js': {
+    from: /[\\/]zod[\\/]v4[\\/]core[\\/]/,
+    contents: `const no = () => { throw new Error('z.compile is not in the console'); };
+export const INVALID = Symbol.for('zod.compile.invalid');
+export const toZod = no, compile = no, withParser = no;
+export class ZodCompileAsyncError extends Error {}
+export class ZodCompileUnsupportedError extends Error {}`,
+  },
+  './from-json-schema.js': {
+    from: /[\\/]zod[\\/]v4[\\/]classic[\\/]/,
+    contents: `export const fromJSONSchema = () => { throw new Error('z.fromJSONSchema is not in the console'); };`,
+  },
+};
+
+const unusedZod: Plugin = {
+  name: 'unused-zod',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/(compile|from-json-schema)\.js$/ }, (args) =>
+      UNUSED_ZOD[args.path]?.from.test(args.importer) ? { path: args.path, namespace: 'zod-unused' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'zod-unused' }, (args) => ({ contents: UNUSED_ZOD[args.path]!.contents, loader: 'js' }));
+  },
+};
+
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
@@ -66,7 +97,7 @@ export async function buildConsole(): Promise<ConsoleBundle> {
     legalComments: 'none',
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
-    plugins: [englishOnlyZod],
+    plugins: [englishOnlyZod, unusedZod],
   });
   const assets = new Map<string, ConsoleAsset>();
   let script = '';
