@@ -103,9 +103,9 @@ describe('parseCli', () => {
 
   it('needs the API key, the experiment and (for a live link) the sortie with --cloud, and --no-cloud overrides the variable', () => {
     const msg = error(['--source', 'udp:14550', '--cloud', 'http://localhost:8080', ...BASE]);
-    expect(msg).toContain('--api-key (SORTIE_AGENT_API_KEY): is required with --cloud');
-    expect(msg).toContain('--experiment (SORTIE_AGENT_EXPERIMENT): is required with --cloud');
-    expect(msg).toContain('--sortie (SORTIE_AGENT_SORTIE): is required with --cloud for a live source');
+    expect(msg).toContain('--api-key (SORTIE_AGENT_API_KEY or SORTIE_API_KEY): is required with --cloud (or SORTIE_URL)');
+    expect(msg).toContain('--experiment (SORTIE_AGENT_EXPERIMENT): is required with --cloud (or SORTIE_URL): create one with `npx sortie experiments create NAME`');
+    expect(msg).toContain('--sortie (SORTIE_AGENT_SORTIE): is required with --cloud (or SORTIE_URL) for a live source');
     const env = { SORTIE_AGENT_CLOUD: 'https://sortie.example', SORTIE_AGENT_API_KEY: 'sk_test', SORTIE_AGENT_EXPERIMENT: EXP, SORTIE_AGENT_SORTIE: 'flight-12' };
     const withCloud = config(['--source', 'udp:14550', ...BASE], env);
     expect(withCloud.cloud).toEqual({
@@ -118,6 +118,19 @@ describe('parseCli', () => {
     });
     expect(JSON.stringify(describeConfig(withCloud))).not.toContain('sk_test');
     expect(config(['--source', 'udp:14550', '--no-cloud', ...BASE], env).cloud).toBeNull();
+  });
+
+  it('reads the service and key from SORTIE_URL and SORTIE_API_KEY, as the sortie CLI does; its own variables and flags win', () => {
+    const shared = { SORTIE_URL: 'http://localhost:8080', SORTIE_API_KEY: 'sk_shared', SORTIE_AGENT_EXPERIMENT: EXP };
+    const replay = ['--source', 'file:/data/flight-7.tlog', ...BASE];
+    expect(config(replay, shared).cloud).toMatchObject({ url: 'http://localhost:8080', grpcUrl: 'http://localhost:50051', apiKey: 'sk_shared', sortie: 'flight-7' });
+    const own = { ...shared, SORTIE_AGENT_CLOUD: 'https://agent.example', SORTIE_AGENT_API_KEY: 'sk_agent' };
+    expect(config(replay, own).cloud).toMatchObject({ url: 'https://agent.example', apiKey: 'sk_agent' });
+    expect(config([...replay, '--cloud', 'https://flag.example', '--api-key', 'sk_flag'], own).cloud).toMatchObject({ url: 'https://flag.example', apiKey: 'sk_flag' });
+    // An empty variable of the agent's own is unset: the shared one still applies.
+    expect(config(replay, { ...shared, SORTIE_AGENT_API_KEY: '' }).cloud?.apiKey).toBe('sk_shared');
+    expect(config([...replay, '--no-cloud'], shared).cloud).toBeNull();
+    expect(error(replay, { SORTIE_URL: 'http://localhost:8080' })).toContain('--api-key (SORTIE_AGENT_API_KEY or SORTIE_API_KEY): is required with --cloud (or SORTIE_URL)');
   });
 
   it('takes --grpc and --retry-max-seconds, names a replay\'s sortie after the file, and refuses an experiment that is not a UUID', () => {

@@ -1,6 +1,9 @@
 // The agent's settings: command-line flags, each with a SORTIE_AGENT_* environment variable behind it
-// (a flag wins over its variable). Parsed once, validated with zod, and refused with one message that
-// names every bad setting by its flag.
+// (a flag wins over its variable). The service and the key also fall back to SORTIE_URL and
+// SORTIE_API_KEY, the variables the `sortie` CLI and the local receiver read, so one pair of exports
+// serves every tool on a laptop; the agent's own variables win, so a deployment that sets them keeps its
+// meaning. Parsed once, validated with zod, and refused with one message that names every bad setting by
+// its flag.
 import { isIP } from 'node:net';
 import { basename, extname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,7 +51,10 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** Flag → environment variable. Every flag that takes a value has one. */
+/**
+ * Flag → environment variable. Every flag that takes a value has one; `shared` is the variable the other
+ * tools read for the same setting, used when neither the flag nor the agent's own variable is set.
+ */
 const OPTIONS = {
   source: { type: 'string', env: 'SORTIE_AGENT_SOURCE' },
   format: { type: 'string', env: 'SORTIE_AGENT_FORMAT' },
@@ -57,10 +63,10 @@ const OPTIONS = {
   'spool-dir': { type: 'string', env: 'SORTIE_AGENT_SPOOL_DIR' },
   'spool-max-bytes': { type: 'string', env: 'SORTIE_AGENT_SPOOL_MAX_BYTES' },
   'spool-full-policy': { type: 'string', env: 'SORTIE_AGENT_SPOOL_FULL_POLICY' },
-  cloud: { type: 'string', env: 'SORTIE_AGENT_CLOUD' },
+  cloud: { type: 'string', env: 'SORTIE_AGENT_CLOUD', shared: 'SORTIE_URL' },
   grpc: { type: 'string', env: 'SORTIE_AGENT_GRPC' },
   'no-cloud': { type: 'boolean', env: 'SORTIE_AGENT_NO_CLOUD' },
-  'api-key': { type: 'string', env: 'SORTIE_AGENT_API_KEY' },
+  'api-key': { type: 'string', env: 'SORTIE_AGENT_API_KEY', shared: 'SORTIE_API_KEY' },
   experiment: { type: 'string', env: 'SORTIE_AGENT_EXPERIMENT' },
   sortie: { type: 'string', env: 'SORTIE_AGENT_SORTIE' },
   'retry-max-seconds': { type: 'string', env: 'SORTIE_AGENT_RETRY_MAX_SECONDS' },
@@ -94,10 +100,11 @@ Options (each also read from the environment variable shown):
   --spool-max-bytes SIZE       SORTIE_AGENT_SPOOL_MAX_BYTES    bound on the spool, e.g. 512MiB, 2GiB (default 1GiB)
   --spool-full-policy POLICY   SORTIE_AGENT_SPOOL_FULL_POLICY  drop-oldest (default for live links) | reject-new (default for files)
   --link-loss-seconds N        SORTIE_AGENT_LINK_LOSS_SECONDS  vehicle silence that counts as LINK_LOSS (default 5)
-  --cloud URL                  SORTIE_AGENT_CLOUD              Sortie HTTP API, e.g. https://sortie.example; absent = spool only
+  --cloud URL                  SORTIE_AGENT_CLOUD, SORTIE_URL  Sortie HTTP API, e.g. https://sortie.example; absent = spool only
   --grpc URL                   SORTIE_AGENT_GRPC               Sortie gRPC endpoint (default: the --cloud host, port 50051)
-  --no-cloud                   SORTIE_AGENT_NO_CLOUD=1         spool only, even when SORTIE_AGENT_CLOUD is set
-  --api-key KEY                SORTIE_AGENT_API_KEY            with --cloud (prefer the variable: flags show in ps)
+  --no-cloud                   SORTIE_AGENT_NO_CLOUD=1         spool only, even when SORTIE_AGENT_CLOUD or SORTIE_URL is set
+  --api-key KEY                SORTIE_AGENT_API_KEY,           with --cloud (prefer a variable: flags show in ps)
+                               SORTIE_API_KEY
   --experiment ID              SORTIE_AGENT_EXPERIMENT         with --cloud: the experiment (UUID) the datasets belong to
   --sortie NAME                SORTIE_AGENT_SORTIE             with --cloud: dataset name prefix, one dataset NAME-sys<id> per
                                                                system id (default for a file: its name without extension)
@@ -105,6 +112,9 @@ Options (each also read from the environment variable shown):
   --status-interval SECONDS    SORTIE_AGENT_STATUS_INTERVAL    JSON status line period when stdout is not a terminal (default 10)
   --log-level LEVEL            SORTIE_AGENT_LOG_LEVEL          trace|debug|info|warn|error|fatal|silent (default info)
   -h, --help
+
+A flag wins over its variables; of two variables, the agent's own (SORTIE_AGENT_*) wins over the one
+the sortie CLI shares (SORTIE_URL, SORTIE_API_KEY).
 
 Ctrl-C (SIGINT) or SIGTERM stops the source, makes the spool durable and exits 0; a stopped replay
 resumes where it left off when started again with the same file and spool directory.
@@ -202,10 +212,11 @@ const Schema = z
   })
   .superRefine((v, ctx) => {
     if (v.cloud && !v['no-cloud']) {
-      if (!v['api-key']) ctx.addIssue({ code: 'custom', path: ['api-key'], message: 'is required with --cloud' });
-      if (!v.experiment) ctx.addIssue({ code: 'custom', path: ['experiment'], message: 'is required with --cloud' });
+      // The cloud may come from SORTIE_URL, set for the CLI: the message says so, or it would puzzle.
+      if (!v['api-key']) ctx.addIssue({ code: 'custom', path: ['api-key'], message: 'is required with --cloud (or SORTIE_URL)' });
+      if (!v.experiment) ctx.addIssue({ code: 'custom', path: ['experiment'], message: 'is required with --cloud (or SORTIE_URL): create one with `npx sortie experiments create NAME`' });
       if (!v.sortie && !v.source?.trim().startsWith('file:')) {
-        ctx.addIssue({ code: 'custom', path: ['sortie'], message: 'is required with --cloud for a live source (it names the datasets)' });
+        ctx.addIssue({ code: 'custom', path: ['sortie'], message: 'is required with --cloud (or SORTIE_URL) for a live source (it names the datasets)' });
       }
     }
   });
@@ -228,7 +239,8 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   const merged: Record<string, string | boolean> = {};
   for (const [name, o] of Object.entries(OPTIONS) as Array<[OptionName, (typeof OPTIONS)[OptionName]]>) {
     const fromArgs = values[name];
-    const fromEnv = o.env ? env[o.env] : undefined;
+    const own = o.env ? env[o.env] : undefined;
+    const fromEnv = own !== undefined && own !== '' ? own : 'shared' in o ? env[o.shared] : undefined;
     if (fromArgs !== undefined) merged[name] = fromArgs;
     else if (fromEnv !== undefined && fromEnv !== '') merged[name] = o.type === 'boolean' ? isTruthy(fromEnv) : fromEnv;
   }
@@ -293,7 +305,8 @@ function defaultSortie(source: SourceSpec): string {
 
 function label(name: string): string {
   const o = OPTIONS[name as OptionName];
-  return o?.env ? `--${name} (${o.env})` : `--${name}`;
+  if (!o?.env) return `--${name}`;
+  return 'shared' in o ? `--${name} (${o.env} or ${o.shared})` : `--${name} (${o.env})`;
 }
 
 /** The configuration as logged at start: the API key is never printed. */
