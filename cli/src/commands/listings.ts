@@ -1,8 +1,9 @@
 import type { CommandSpec } from '../context.ts';
 import { stringValue } from '../context.ts';
 import { json, table } from '../output.ts';
+import { record } from './commands.ts';
 
-/** Experiments, datasets, channels, events: what a key's organization holds. */
+/** Experiments, datasets, channels, events: what a key's organization holds, and a new experiment. */
 export const LISTINGS: CommandSpec[] = [
   {
     words: ['experiments'],
@@ -16,6 +17,25 @@ export const LISTINGS: CommandSpec[] = [
           ? json(experiments)
           : table(['ID', 'NAME', 'DATASETS', 'CREATED'], experiments.map((e) => [e.id, e.name, e.datasets.length, e.createdAt])),
       );
+    },
+  },
+  {
+    // What the edge agent needs before its first flight (--experiment ID): the agent registers its
+    // datasets itself, so an experiment is all a newcomer has to make.
+    words: ['experiments', 'create'],
+    usage: '<name>',
+    summary: 'create an experiment (--description TEXT) and print its id, which the edge agent takes as --experiment',
+    options: { description: { type: 'string' } },
+    required: 1,
+    async run(ctx) {
+      const description = stringValue(ctx.values, 'description');
+      const experiment = await ctx.client.experiments.create({ name: ctx.args[0]!, ...(description !== undefined && { description }) });
+      ctx.out(
+        ctx.json
+          ? json(experiment)
+          : record({ id: experiment.id, name: experiment.name, description: experiment.description, createdAt: experiment.createdAt }),
+      );
+      if (!ctx.json) ctx.note(`stream a flight into it: npm run agent -- --experiment ${experiment.id} --source … --spool-dir …\n`);
     },
   },
   {
