@@ -10,4 +10,5 @@ export * from './mavlink/crc.ts';
 export * from './mavlink/framer.ts';
 export * from './mavlink/tlog.ts';
 export * from './mavlink/signal-names.ts';
+export * from './mavlink/modes.ts';
 export * from './openapi/index.ts';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatUtc, timestampSeconds } from './format.ts';
 import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
-import { isArmed, modeName, stateSpans } from './heartbeat.ts';
+import { bandLabel, heartbeatSpans } from './heartbeat.ts';
 import { marksOf } from './marks.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import { formatLocation, parseLocation } from './url-state.ts';
@@ -120,22 +120,40 @@ describe('the GPS track', () => {
 });
 
 describe('the HEARTBEAT band', () => {
-  it('names ArduPilot modes by vehicle type and reads the armed bit', () => {
-    expect(modeName(2, 6)).toBe('RTL'); // quadrotor
-    expect(modeName(1, 11)).toBe('RTL'); // fixed wing
-    expect(modeName(20, 19)).toBe('QLOITER'); // VTOL runs ArduPlane
-    expect(modeName(2, 99)).toBe('mode 99');
-    expect(isArmed(0b1000_0001)).toBe(true);
-    expect(isArmed(0b0000_0001)).toBe(false);
+  const series = (times: number[], values: number[]) => ({ times, values });
+
+  it("joins the HEARTBEAT fields back into heartbeats and follows the vehicle's autopilot, not its companion computer", () => {
+    // An ArduSub dive (MAV_TYPE_SUBMARINE, ArduPilot, MANUAL = 19) with BlueOS's companion heartbeat between
+    // (MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, mode 0, armed bit), two of them at one instant.
+    const times = [0, 0, 1, 1.5, 2, 2.5, 3];
+    const spans = heartbeatSpans(
+      series(times, [12, 18, 12, 18, 12, 18, 12]),
+      series(times, [3, 8, 3, 8, 3, 8, 3]),
+      series(times, [0x81, 0x80, 0x81, 0x80, 0x81, 0x80, 0x81]),
+      series(times, [19, 0, 19, 0, 2, 0, 2]),
+      9,
+    );
+    expect(spans).toEqual([
+      { from: 0, to: 2, mode: 'MANUAL', armed: true },
+      { from: 2, to: 9, mode: 'ALT_HOLD', armed: true },
+    ]);
   });
 
-  it('makes one span per run of equal mode and armed state, the last ending at the end', () => {
-    expect(stateSpans([0, 1, 2, 3], [2, 2, 2, 2], [0, 128, 128, 0], [5, 5, 6, 6], 9)).toEqual([
-      { from: 0, to: 1, mode: 'LOITER', armed: false },
-      { from: 1, to: 2, mode: 'LOITER', armed: true },
-      { from: 2, to: 3, mode: 'RTL', armed: true },
-      { from: 3, to: 9, mode: 'RTL', armed: false },
-    ]);
+  it('names a PX4 mission as QGroundControl does', () => {
+    const t = [0, 1];
+    expect(heartbeatSpans(series(t, [2, 2]), series(t, [12, 12]), series(t, [0x9d, 0x9d]), series(t, [0x04040000, 0x04040000]), 5)).toEqual([{ from: 0, to: 5, mode: 'Mission', armed: true }]);
+  });
+
+  it('fits a label to its span: whole, the mode alone, a clean abbreviation of three letters or more, or nothing', () => {
+    const span = { from: 0, to: 1, mode: 'AVOID_ADSB', armed: true };
+    const measure = (text: string) => text.length * 7;
+    expect(bandLabel(span, 200, measure)).toBe('AVOID_ADSB · armed');
+    expect(bandLabel(span, 80, measure)).toBe('AVOID_ADSB');
+    expect(bandLabel(span, 50, measure)).toBe('AVOID_…');
+    expect(bandLabel(span, 28, measure)).toBe('AVO…');
+    // Two letters and an ellipsis ("AV…") read as nonsense: the colour and the tooltip say it instead.
+    expect(bandLabel(span, 27, measure)).toBe('');
+    expect(bandLabel({ ...span, mode: 'Mission', armed: false }, 49, measure)).toBe('Mission');
   });
 });
 

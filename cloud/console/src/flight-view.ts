@@ -1,19 +1,23 @@
 import { h, type VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi, QuerySeries } from './api.ts';
-import { formatUtc } from './format.ts';
 import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
-import { stateSpans } from './heartbeat.ts';
+import { heartbeatSpans } from './heartbeat.ts';
 import { joinTail, valuesAt, type LiveSeries } from './live.ts';
+import { ModeBand } from './mode-band.ts';
 import type { PlotAxis, PlotWindow } from './plot.ts';
 
 const LAT = 'mavlink.GLOBAL_POSITION_INT.lat';
 const LON = 'mavlink.GLOBAL_POSITION_INT.lon';
-const HB = ['mavlink.HEARTBEAT.type', 'mavlink.HEARTBEAT.base_mode', 'mavlink.HEARTBEAT.custom_mode'];
+// Which component a HEARTBEAT is from and what it says: the band follows the vehicle's autopilot alone (heartbeat.ts).
+const HB = ['mavlink.HEARTBEAT.type', 'mavlink.HEARTBEAT.autopilot', 'mavlink.HEARTBEAT.base_mode', 'mavlink.HEARTBEAT.custom_mode'];
 /** What the flight view reads; a live view follows these whole (the track and band show the flight so far). */
 export const FLIGHT_CHANNELS = [LAT, LON, ...HB];
-// Enough for a long flight's track and heartbeats (1 Hz) to arrive whole; a path is drawn, not pixels per point.
+// Enough for a long flight's track to arrive whole; a path is drawn, not pixels per point.
 const MAX_POINTS = 20_000;
+// HEARTBEATs are joined field by field, which needs every one of them, not a downsampled few: Query's
+// most per channel, 14 hours of an autopilot and a companion at 1 Hz each.
+const MAX_HEARTBEATS = 100_000;
 const SIZE = 320;
 const NONE = { times: [], values: [] };
 
@@ -41,12 +45,16 @@ export function FlightView(props: Props): VNode<any> {
   // The flight so far, read again when following starts or stops: live, the stream continues it.
   useEffect(() => {
     let current = true;
-    if (props.channelIds.length === 0) setRead(new Map());
-    else
-      props.api
-        .query({ experimentId: props.experimentId, datasetId: props.datasetId, channelIds: props.channelIds, maxPointsPerChannel: MAX_POINTS })
-        .then(({ series }) => current && setRead(new Map(series.map((s, i) => [props.channelIds[i]!, s]))))
-        .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)));
+    const read = (channelIds: string[], maxPointsPerChannel: number) =>
+      channelIds.length === 0
+        ? Promise.resolve([])
+        : props.api
+            .query({ experimentId: props.experimentId, datasetId: props.datasetId, channelIds, maxPointsPerChannel })
+            .then(({ series }) => series.map((s, i) => [channelIds[i]!, s] as const));
+    const heartbeat = props.channelIds.filter((id) => HB.includes(id));
+    Promise.all([read(props.channelIds.filter((id) => !HB.includes(id)), MAX_POINTS), read(heartbeat, MAX_HEARTBEATS)])
+      .then(([track, hb]) => current && setRead(new Map([...track, ...hb])))
+      .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)));
     return () => {
       current = false;
     };
@@ -59,13 +67,13 @@ export function FlightView(props: Props): VNode<any> {
   }).join();
   const series = useMemo(() => read && FLIGHT_CHANNELS.map((id) => joinTail(read.get(id) ?? NONE, props.live?.series.get(id))), [read, props.live?.series, grown]);
   // Rebuilt when a fix or a heartbeat was added, not on every frame.
-  const [lat, lon, type, base, custom] = series ?? [];
+  const [lat, lon, type, autopilot, base, custom] = series ?? [];
   const track = useMemo(
     () => lat && lon && localTrack(lat.times, lat.values, valuesAt(lat.times, lon.times, lon.values)),
     [lat?.times.length, lat?.times[lat.times.length - 1], read],
   );
   const { spans, range } = useMemo(() => {
-    if (!series || !type || !base || !custom) return { spans: [], range: undefined };
+    if (!series || !type || !autopilot || !base || !custom) return { spans: [], range: undefined };
     let start = Infinity;
     let end = 0;
     for (const s of series) {
@@ -74,7 +82,7 @@ export function FlightView(props: Props): VNode<any> {
       end = Math.max(end, s.times[s.times.length - 1]!);
     }
     return {
-      spans: stateSpans(type.times, type.values, valuesAt(type.times, base.times, base.values), valuesAt(type.times, custom.times, custom.values), end),
+      spans: heartbeatSpans(type, autopilot, base, custom, end),
       range: start < end ? { from: start, to: end } : undefined,
     };
   }, [type?.times.length, type?.times[type.times.length - 1], read]);
@@ -109,30 +117,11 @@ export function FlightView(props: Props): VNode<any> {
 
   // On the plots' axis when there are plots (the same pixels for the same instant), else across the width.
   const band = props.axis ? { from: props.axis.min, to: props.axis.max } : (props.window ?? range);
-  const place = (fraction: number) => (props.axis ? `${props.axis.left + fraction * props.axis.width}px` : `${fraction * 100}%`);
   return h('section', { class: 'flight', 'aria-label': 'Flight' }, [
     h('h3', null, 'Flight'),
     error ? h('p', { class: 'error', role: 'alert' }, `Flight data unavailable: ${error}`) : null,
     track && track.x.length === 0 ? h('p', { class: 'muted' }, 'No GPS fix in GLOBAL_POSITION_INT.') : null,
-    band && spans.length > 0
-      ? h('div', { class: 'state-band', role: 'group', 'aria-label': 'Flight mode and armed state', 'data-end': range?.to }, [
-          h(
-            'div',
-            { class: 'band-row' },
-            spans
-              .filter((s) => s.to > band.from && s.from < band.to)
-              .map((s) => {
-                const left = Math.max(0, (s.from - band.from) / (band.to - band.from));
-                const right = Math.min(1, (s.to - band.from) / (band.to - band.from));
-                return h(
-                  'span',
-                  { class: `band ${s.armed ? 'armed' : 'disarmed'}`, style: { left: place(left), width: props.axis ? `${Math.max(0, right - left) * props.axis.width}px` : `${Math.max(0, right - left) * 100}%` }, title: `${s.mode}, ${s.armed ? 'armed' : 'disarmed'} from ${formatUtc(s.from)} UTC` },
-                  `${s.mode}${s.armed ? ' · armed' : ''}`,
-                );
-              }),
-          ),
-        ])
-      : null,
+    band && band.to > band.from && spans.length > 0 ? h(ModeBand, { spans, range: band, axis: props.axis, end: range?.to }) : null,
     geometry
       ? h('figure', { class: 'track' }, [
           h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length }, [
