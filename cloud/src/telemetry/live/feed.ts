@@ -27,6 +27,15 @@ export interface FeedSubscriber {
 const TAIL_LIMIT = 20_000;
 
 /**
+ * Reads of one feed start at least this many ms apart; what is announced meanwhile is read by the next.
+ * Each read is a statement and an update to every follower, whose cost is mostly per update, not per
+ * sample (encoding, the stream's write: bench:live, docs/PERFORMANCE.md "Live"). A dataset committed
+ * 50 times a second is read 20 times a second, so a batch waits at most this long; one committed less
+ * often is read as soon as it is announced.
+ */
+export const READ_INTERVAL_MS = 50;
+
+/**
  * One dataset's new rows, read once per replica for every follower of it: on each telemetry
  * announcement (from any replica, live-bus.ts) the feed reads the rows committed since its cursor, for
  * the union of the channels its subscribers follow, and hands each subscriber its channels' samples.
@@ -50,6 +59,8 @@ export class DatasetFeed {
   readonly #tableless = new Set<number>();
   #reading: Promise<void> | undefined;
   #again = false;
+  /** performance.now() when the last read started. */
+  #readAt = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   constructor(ctx: AppContext, dataset: DatasetRow) {
@@ -86,7 +97,7 @@ export class DatasetFeed {
     this.#subscribers.clear();
   }
 
-  /** One read at a time; a request during a read makes one more read after it. */
+  /** One read at a time, READ_INTERVAL_MS apart; a request during a read (or the wait before it) makes one more read after it. */
   #run(): Promise<void> {
     if (this.#reading) {
       this.#again = true;
@@ -95,8 +106,12 @@ export class DatasetFeed {
     this.#reading = (async () => {
       try {
         do {
+          const early = this.#readAt + READ_INTERVAL_MS - performance.now();
+          if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+          // What was announced until now is read by this read.
           this.#again = false;
           if (this.#closed || this.#subscribers.size === 0) break;
+          this.#readAt = performance.now();
           await this.#readOnce();
         } while (this.#again);
       } finally {
