@@ -2,14 +2,15 @@
  * `npm run receiver`: the example webhook receiver on this machine, in one step.
  *
  *   npm run -s receiver -- setup   makes a self-signed certificate in <data dir>/receiver (once) and prints
- *                                  the two server settings that let Sortie deliver to it, as `export` lines
- *                                  (so `eval "$(npm run -s receiver -- setup)"` applies them);
+ *                                  the admin command that has Sortie trust it (loopback addresses and this
+ *                                  certificate), applied by a running server at once, no restart;
  *   npm run receiver               the same certificate, then registers https://localhost:<port>/ as a
  *                                  webhook endpoint of the key's organization (or reuses it), and receives:
  *                                  verify, journal, answer 2xx, act once per command, ack.
  *
  * Sortie only delivers to https and refuses loopback addresses unless the operator allows them, which is
- * why the server needs SORTIE_WEBHOOK_ALLOW_CIDRS and SORTIE_WEBHOOK_CA_FILE for a receiver on a laptop.
+ * why a receiver on a laptop needs the operator's `webhook-trust` (or, read at start-up only, the server
+ * settings SORTIE_WEBHOOK_ALLOW_CIDRS and SORTIE_WEBHOOK_CA_FILE).
  * The endpoint's secret is shown once by Sortie; the receiver keeps it in <data dir>/receiver/secret
  * (mode 0600) and rotates the endpoint to get a new one when that file is gone.
  *
@@ -49,7 +50,7 @@ export function receiverFiles(dataDir: string): ReceiverFiles {
 
 /**
  * A self-signed certificate for localhost, 127.0.0.1 and ::1, made once with the openssl CLI (Node has no
- * X.509 issuing API). It is its own CA, so the server trusts exactly it through SORTIE_WEBHOOK_CA_FILE.
+ * X.509 issuing API). It is its own CA, so the server trusts exactly it (webhook-trust --ca-file).
  */
 export async function ensureCertificate(files: ReceiverFiles): Promise<void> {
   if (existsSync(files.cert) && existsSync(files.key)) return;
@@ -63,9 +64,12 @@ export async function ensureCertificate(files: ReceiverFiles): Promise<void> {
   await chmod(files.key, 0o600);
 }
 
-/** The server settings a receiver on this machine needs, as shell `export` lines. */
-export function serverSettings(files: ReceiverFiles): string {
-  return `export SORTIE_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32,::1/128 SORTIE_WEBHOOK_CA_FILE=${shellWord(files.cert)}\n`;
+/**
+ * The operator's command that has Sortie deliver to a receiver on this machine: loopback allowed and
+ * this certificate trusted, stored as a deployment setting a running server applies at once.
+ */
+export function trustCommand(files: ReceiverFiles): string {
+  return `npm run -s admin -- webhook-trust add --allow-cidrs 127.0.0.1/32,::1/128 --ca-file ${shellWord(files.cert)}\n`;
 }
 
 /** A path as one shell word: as it is when plain, else single-quoted. */
@@ -73,13 +77,14 @@ function shellWord(text: string): string {
   return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-/** What `setup` prints: shell comments saying what comes next (harmless under eval), then the settings. */
+/** What `setup` prints: shell comments saying what comes next (harmless under eval), then the command. */
 export function setupText(files: ReceiverFiles, url: string): string {
   return (
-    `# A webhook receiver on this machine: Sortie delivers to it only with these two settings (start Sortie after them).\n` +
-    `# Then \`npm run receiver\` registers ${url} as a webhook endpoint of the key's organization\n` +
-    `# (as \`npx sortie webhooks create ${url}\` would) and acks each command it is sent.\n` +
-    serverSettings(files)
+    `# A webhook receiver on this machine, with its certificate in ${files.dir}.\n` +
+    `# Sortie delivers to it once its operator trusts it (loopback addresses and this certificate); a running\n` +
+    `# server applies that at once. Then \`npm run receiver\` registers ${url} as a webhook endpoint of the\n` +
+    `# key's organization (as \`npx sortie webhooks create ${url}\` would) and acks each command it is sent.\n` +
+    trustCommand(files)
   );
 }
 
@@ -152,7 +157,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   } catch (error) {
     if (error instanceof SortieApiError && error.code === 'invalid_request') {
       process.stderr.write(
-        `receiver: Sortie refused ${url} (${error.message}). Start the server with these settings:\n${serverSettings(files)}`,
+        `receiver: Sortie refused ${url} (${error.message}). Have its operator trust this receiver (no restart needed):\n${trustCommand(files)}`,
       );
       return 1;
     }

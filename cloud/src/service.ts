@@ -8,6 +8,7 @@ import type { AppContext } from './platform/context.ts';
 import { detectTimescale, migrateToLatest, openDatabase, PRELOAD_FIX, withStartupLock, type DatabaseHandle } from './db/connect.ts';
 import { applyTimescaleLayout, TIMESCALE_MIN_VERSION } from './db/timescale.ts';
 import { markEmbeddedInUse } from './db/embedded-lock.ts';
+import { serveAdminSocket, type AdminSocket } from './admin/socket.ts';
 import { applyNarrowTimescaleLayout, moveLegacyNarrowSamples } from './telemetry/sinks.ts';
 import { startSweeper } from './commands/sweeper.ts';
 import { startHttpKeyCache } from './auth/http-key-cache.ts';
@@ -26,6 +27,7 @@ import { LimitWatcher } from './limits/watch.ts';
 import { Readiness } from './platform/readiness.ts';
 import { resolveSecretKey } from './platform/secret-key.ts';
 import { parseAllowCidrs } from './net/address-policy.ts';
+import { WebhookTrust } from './platform/webhook-trust.ts';
 import { systemResolver, type Resolver } from './net/url-guard.ts';
 
 export interface ServiceOverrides {
@@ -92,6 +94,7 @@ export class SortieService {
   #sweeper: { stop(): Promise<void> } | undefined;
   #keys: { stop(): Promise<void> } | undefined;
   #releaseEmbedded: (() => void) | undefined;
+  #adminSocket: AdminSocket | undefined;
   #destroyed: Promise<void> | undefined;
 
   private constructor(ctx: AppContext, delivery: DeliveryEngine) {
@@ -102,7 +105,8 @@ export class SortieService {
   static async create(config: Config, overrides: ServiceOverrides = {}): Promise<SortieService> {
     const logger = overrides.logger ?? createLogger(config.logLevel);
     const secretKey = await resolveSecretKey(config);
-    const allow = parseAllowCidrs(config.webhook.allowCidrs);
+    // Refused before the database is opened: a typo in the allow list is a start-up error, not a surprise later.
+    parseAllowCidrs(config.webhook.allowCidrs);
     const database = await openDatabase({
       url: config.databaseUrl,
       dataDir: config.dataDir,
@@ -128,10 +132,20 @@ export class SortieService {
       reserveInline: (wanted) => engine?.reserveInline(wanted) ?? 0,
       releaseInline: (count) => engine?.releaseInline(count),
     };
+    let webhookTrust: WebhookTrust;
     let live: LiveBus;
+    try {
+      // Embedded, every change of the stored trust is made in this process (the admin CLI hands its
+      // command to the running server), so only PostgreSQL needs reading again.
+      webhookTrust = await WebhookTrust.open({ db: database.db, logger, allowCidrs: config.webhook.allowCidrs, caFile: config.webhook.caFile, poll: database.kind !== 'pglite' });
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
     try {
       live = config.natsUrl ? await NatsLiveBus.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger }) : new LocalLiveBus(logger);
     } catch (error) {
+      webhookTrust.stop();
       await database.close();
       throw error;
     }
@@ -142,7 +156,13 @@ export class SortieService {
       logger,
       clock: overrides.clock ?? systemClock,
       secretKey,
-      webhookGuard: { resolve: overrides.resolver ?? systemResolver, allow },
+      webhookGuard: {
+        resolve: overrides.resolver ?? systemResolver,
+        get allow() {
+          return webhookTrust.allow;
+        },
+      },
+      webhookTrust,
       ...createObservability(database, logger),
       outbox,
       live,
@@ -153,6 +173,7 @@ export class SortieService {
     try {
       engine = await DeliveryEngine.create(ctx, overrides.delivery);
     } catch (error) {
+      webhookTrust.stop();
       await live.close();
       await database.close();
       throw error;
@@ -179,7 +200,12 @@ export class SortieService {
     this.#grpc = await startGrpcServer(this.ctx);
     this.#sweeper = startSweeper(this.ctx);
     await this.delivery.start();
-    if (this.ctx.database.kind === 'pglite') this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
+    if (this.ctx.database.kind === 'pglite') {
+      // The embedded database is this process's alone: admin commands (the first key of the quick
+      // start among them) come in through the data dir's socket and run here, with no restart.
+      this.#adminSocket = await serveAdminSocket(this.ctx);
+      this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
+    }
   }
 
   get httpPort(): number {
@@ -228,12 +254,14 @@ export class SortieService {
     const grace = this.ctx.config.shutdownGraceMs;
     // Both carry streams now (Follow on HTTP too): a connection whose client stopped reading is cut then.
     const forceAfterMs = Math.max(grace / 2, grace - 5000);
-    await Promise.all([http?.close({ forceAfterMs }), grpc?.close({ forceAfterMs })]);
+    await Promise.all([http?.close({ forceAfterMs }), grpc?.close({ forceAfterMs }), this.#adminSocket?.close()]);
+    this.#adminSocket = undefined;
     await this.#keys?.stop();
     this.#keys = undefined;
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();
+    this.ctx.webhookTrust.stop();
     await this.ctx.live.close();
     logger.info({ phase: 'close-database' }, 'shutdown: delivery stopped; closing the database');
     await this.ctx.database.close();

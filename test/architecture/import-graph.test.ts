@@ -15,7 +15,8 @@ const CLOUD_SRC = 'cloud/src';
 /**
  * The top-level folders of cloud/src from the bottom up: a folder imports only folders on an earlier
  * line. Folders on one line do not import each other. `.` is the composition root (app.ts, service.ts,
- * main.ts); admin/ and testing/ are entry points beside it.
+ * main.ts); testing/ is an entry point beside it. admin/ is an entry point below it: a running embedded
+ * server runs the admin CLI's commands itself (admin/socket.ts).
  */
 const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['db', 'net', 'crypto'],
@@ -29,9 +30,9 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['commands'],
   ['delivery', 'live'],
   ['grpc', 'observability', 'console', 'export'],
-  ['api-docs'],
+  ['api-docs', 'admin'],
   ['.'],
-  ['admin', 'testing'],
+  ['testing'],
 ];
 
 /** The top-level folder of cloud/src a file belongs to (`.` for the files of cloud/src itself). */

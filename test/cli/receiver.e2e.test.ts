@@ -10,8 +10,9 @@ import { createSortieClient } from '@sortie/client';
 import { freePort, startDeliveryFixture, type DeliveryFixture, type TestOrg } from '@sortie/cloud/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// `npm run receiver` as the README uses it: `setup` makes the certificate and prints the server settings,
-// the service is started with them, then the receiver registers itself and acks a dispatched command.
+// `npm run receiver` as the README uses it: the embedded service runs with no webhook settings of its
+// own, `setup` makes the certificate and prints the operator's command, which the running service applies
+// at once (no restart), then the receiver registers itself and acks a dispatched command.
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const RECEIVER = path.join(repo, 'cli', 'src', 'receiver.ts');
 let dataDir: string;
@@ -19,8 +20,15 @@ let f: DeliveryFixture;
 let org: TestOrg;
 let port: number;
 let child: ChildProcessWithoutNullStreams | undefined;
-let settings: Record<string, string>;
 let setupOutput: string;
+let trustCommand: string;
+/** What the service's loopback and CA settings are: none, as on a fresh laptop. */
+const NO_TRUST = { SORTIE_WEBHOOK_ALLOW_CIDRS: '', SORTIE_WEBHOOK_CA_FILE: '' };
+
+/** The command setup printed, run as a person would: npm in the clone, on the running service's data dir. */
+function runPrinted(command: string, serviceDataDir: string) {
+  return promisify(execFile)('bash', ['-c', command], { cwd: repo, env: { PATH: `${path.join(repo, 'node_modules/.bin')}:${process.env.PATH}`, HOME: process.env.HOME, SORTIE_DATA_DIR: serviceDataDir } });
+}
 
 function startReceiver(): Promise<string> {
   const proc = spawn(process.execPath, [RECEIVER, '--data-dir', dataDir, '--port', String(port)], {
@@ -51,11 +59,10 @@ async function stopReceiver(): Promise<number | null> {
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'sortie-receiver-'));
   port = await freePort();
+  f = await startDeliveryFixture({ queue: 'memory', embedded: true, env: NO_TRUST });
   const { stdout } = await promisify(execFile)(process.execPath, [RECEIVER, 'setup', '--data-dir', dataDir, '--port', String(port)], { cwd: repo });
   setupOutput = stdout;
-  const exportLine = stdout.split('\n').find((line) => line.startsWith('export '))!;
-  settings = Object.fromEntries(exportLine.slice('export '.length).trim().split(' ').map((kv) => kv.split('=') as [string, string]));
-  f = await startDeliveryFixture({ queue: 'memory', env: settings });
+  trustCommand = stdout.split('\n').find((line) => line && !line.startsWith('# '))!;
   // The service under test resolves names from a table: localhost is loopback, as on a laptop.
   f.hosts.localhost = ['127.0.0.1'];
   org = await f.t.createOrg('receiver');
@@ -68,19 +75,20 @@ afterAll(async () => {
 });
 
 describe('npm run receiver', () => {
-  it('setup prints the two server settings, for a certificate made once in the data dir', async () => {
-    expect(Object.keys(settings)).toEqual(['SORTIE_WEBHOOK_ALLOW_CIDRS', 'SORTIE_WEBHOOK_CA_FILE']);
-    expect(settings.SORTIE_WEBHOOK_ALLOW_CIDRS).toBe('127.0.0.1/32,::1/128');
-    expect(settings.SORTIE_WEBHOOK_CA_FILE).toBe(path.join(dataDir, 'receiver', 'cert.pem'));
-    // Besides the settings, only shell comments (eval ignores them), saying what comes next.
-    expect(setupOutput.split('\n').filter((l) => l && !l.startsWith('export ') && !l.startsWith('# '))).toEqual([]);
+  it("setup prints the operator's trust command for a certificate made once in the data dir; the running service applies it", async () => {
+    const cert = path.join(dataDir, 'receiver', 'cert.pem');
+    expect(trustCommand).toBe(`npm run -s admin -- webhook-trust add --allow-cidrs 127.0.0.1/32,::1/128 --ca-file ${cert}`);
+    // Besides the command, only shell comments (eval ignores them), saying what comes next.
+    expect(setupOutput.split('\n').filter((l) => l && !l.startsWith('# '))).toEqual([trustCommand]);
     expect(setupOutput).toContain(`npx sortie webhooks create https://localhost:${port}/`);
-    const evaluated = await promisify(execFile)('bash', ['-c', `eval "$(${JSON.stringify(process.execPath)} ${RECEIVER} setup --data-dir ${dataDir})" && echo "$SORTIE_WEBHOOK_CA_FILE"`], { cwd: repo });
-    expect(evaluated.stdout.trim()).toBe(settings.SORTIE_WEBHOOK_CA_FILE);
-    const pem = await readFile(settings.SORTIE_WEBHOOK_CA_FILE!, 'utf8');
+    const pem = await readFile(cert, 'utf8');
     // Again: the same certificate, not a new one the running server would not trust.
     await promisify(execFile)(process.execPath, [RECEIVER, 'setup', '--data-dir', dataDir], { cwd: repo });
-    expect(await readFile(settings.SORTIE_WEBHOOK_CA_FILE!, 'utf8')).toBe(pem);
+    expect(await readFile(cert, 'utf8')).toBe(pem);
+
+    // The embedded service is running: the admin CLI hands the command to it.
+    const trusted = await runPrinted(trustCommand, f.t.service.ctx.config.dataDir);
+    expect(JSON.parse(trusted.stdout)).toMatchObject({ allowCidrs: ['127.0.0.1/32', '::1/128'], caCertificates: [{ subject: 'CN=localhost' }] });
   });
 
   it('registers itself, acks a dispatched command with vehicleTime, answers a ping, and is reused after a restart', async () => {
@@ -111,9 +119,9 @@ describe('npm run receiver', () => {
     expect(again).toContain(`webhook endpoint ${endpointId} (reused)`);
   });
 
-  it('without the server settings, says what to set instead of failing obscurely', async () => {
-    // The fixture's own settings allow loopback; a server without any refuses it, as a fresh one does.
-    const other = await startDeliveryFixture({ queue: 'memory', env: { SORTIE_WEBHOOK_ALLOW_CIDRS: '' } });
+  it("without the operator's trust, says what to run instead of failing obscurely", async () => {
+    // A fresh service refuses loopback.
+    const other = await startDeliveryFixture({ queue: 'memory', env: NO_TRUST });
     try {
       other.hosts.localhost = ['127.0.0.1'];
       const key = (await other.t.createOrg('no settings')).key;
@@ -125,7 +133,7 @@ describe('npm run receiver', () => {
         (e: { code: number; stderr: string }) => e,
       );
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain('export SORTIE_WEBHOOK_ALLOW_CIDRS=127.0.0.1/32,::1/128 SORTIE_WEBHOOK_CA_FILE=');
+      expect(result.stderr).toContain(`no restart needed):\n${trustCommand}`);
     } finally {
       await other.stop();
     }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { AppContext } from '../platform/context.ts';
 import { createMailer, type Mailer } from '../notifications/mailer.ts';
 import { createDeliveryWorker, type DeliveryDeps, type DeliveryWorker } from './deliver.ts';
@@ -74,7 +73,6 @@ export class DeliveryEngine {
 
   static async create(ctx: AppContext, overrides: DeliveryEngineOverrides = {}): Promise<DeliveryEngine> {
     const { config, logger } = ctx;
-    const extraCa = config.webhook.caFile ? await readFile(config.webhook.caFile, 'utf8') : undefined;
     const queue: DeliveryQueue = config.natsUrl
       ? await NatsDeliveryQueue.connect({ url: config.natsUrl, namespace: config.natsNamespace, logger, replicas: config.natsStreamReplicas })
       : new MemoryDeliveryQueue({ loadPending: () => loadPendingJobs(ctx.db, ctx.clock.now()), logger });
@@ -85,7 +83,9 @@ export class DeliveryEngine {
       }
     }
     const mailer = config.smtp.url ? createMailer({ url: config.smtp.url, from: config.smtp.from }) : undefined;
-    const agents = new WebhookAgents({ extraCa, timeoutMs: config.webhook.timeoutMs });
+    const agents = new WebhookAgents({ extraCa: ctx.webhookTrust.extraCa, timeoutMs: config.webhook.timeoutMs });
+    // The operator may trust another CA while the server runs (npm run admin -- webhook-trust).
+    ctx.webhookTrust.onChange(() => agents.trust(ctx.webhookTrust.extraCa));
     const deps: DeliveryDeps = { ctx, send: overrides.send ?? ((post) => postWebhook(post, agents)), onAttempt: overrides.onAttempt };
     const engine = new DeliveryEngine(ctx, queue, deps, overrides.relay ?? DEFAULT_RELAY, mailer, agents);
     deps.onEndpointDisabled = (health) => engine.#email(health.recipients, health.subject, health.message);

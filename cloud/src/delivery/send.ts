@@ -36,14 +36,20 @@ export interface WebhookAnswer {
 export class WebhookAgents {
   readonly #agents = new Map<string, Agent>();
   readonly #max: number;
-  /** Built once: a context per connection would parse every root certificate on every handshake. */
-  readonly #secureContext: SecureContext | undefined;
+  /** Built once per trust: a context per connection would parse every root certificate on every handshake. */
+  #secureContext: SecureContext | undefined;
   readonly #timeoutMs: number;
 
   constructor(options: { extraCa?: string | undefined; timeoutMs: number; maxHosts?: number }) {
-    this.#secureContext = options.extraCa === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, options.extraCa] });
+    this.#secureContext = secureContextFor(options.extraCa);
     this.#timeoutMs = options.timeoutMs;
     this.#max = options.maxHosts ?? 256;
+  }
+
+  /** Another set of extra CA certificates: pools made from now on use it; pooled connections are let go. */
+  trust(extraCa: string | undefined): void {
+    this.#secureContext = secureContextFor(extraCa);
+    void this.close();
   }
 
   get(hostname: string, addresses: readonly ResolvedAddress[]): Agent {
@@ -80,6 +86,10 @@ export class WebhookAgents {
     this.#agents.clear();
     await Promise.all(agents.map((a) => a.close().catch(() => {})));
   }
+}
+
+function secureContextFor(extraCa: string | undefined): SecureContext | undefined {
+  return extraCa === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, extraCa] });
 }
 
 /**

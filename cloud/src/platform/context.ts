@@ -9,6 +9,7 @@ import type { Outbox } from './outbox.ts';
 import type { Readiness } from './readiness.ts';
 import type { AllowList } from '../net/address-policy.ts';
 import type { Resolver } from '../net/url-guard.ts';
+import type { WebhookTrust } from './webhook-trust.ts';
 
 /** Everything a handler may depend on, wired once by the service. */
 export interface AppContext {
@@ -19,8 +20,13 @@ export interface AppContext {
   clock: Clock;
   /** Encrypts webhook secrets at rest. */
   secretKey: Uint8Array;
-  /** What webhook URLs are checked against: DNS (injectable for tests) and the private-range allow list. */
-  webhookGuard: { resolve: Resolver; allow: AllowList };
+  /**
+   * What webhook URLs are checked against: DNS (injectable for tests) and the private-range allow list,
+   * read from webhookTrust on every check (the operator may widen or narrow it while the server runs).
+   */
+  webhookGuard: { resolve: Resolver; readonly allow: AllowList };
+  /** The operator's webhook trust: allowed private ranges and extra CA certificates, environment and stored. */
+  webhookTrust: WebhookTrust;
   /** This instance's Prometheus series (its own registry). */
   metrics: Metrics;
   /** What /readyz checks. */
