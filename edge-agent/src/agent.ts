@@ -244,9 +244,6 @@ async function openSource(
   if (resume.position > 0) {
     logger.info({ file: spec.path, position: resume.position, size: file.size, from: resume.from }, 'resuming an interrupted replay');
   }
-  if (spec.format === 'raw' && config.speed !== 'max' && config.byteRate === undefined) {
-    logger.info('a raw capture has no timestamps: replaying as fast as possible (--byte-rate paces it)');
-  }
   const source = new FileReplaySource({
     path: spec.path,
     format: spec.format,
@@ -254,9 +251,18 @@ async function openSource(
     byteRate: config.byteRate,
     startAt: resume.position,
     crcExtra: crcExtraOf,
+    // A resumed raw capture keeps the clock its first run started (the checkpoint holds it).
+    originUs: resume.position > 0 ? store.get(file.fingerprint)?.originUs : undefined,
   });
   await source.open();
-  const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled });
+  // What the flight's times will be, said before the first frame: a capture without timestamps is
+  // dated by the agent, and whoever reads the flight later should know how.
+  const timeBase = source.timeBase;
+  logger.info(
+    { file: spec.path, timeBase: timeBase.kind, ...(timeBase.originUs !== undefined && { origin: new Date(timeBase.originUs / 1000).toISOString() }) },
+    `time base: ${timeBase.description}`,
+  );
+  const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled, originUs: timeBase.originUs });
   await checkpointer.begin(resume.position);
   return { source, replay: { file, checkpointer } };
 }

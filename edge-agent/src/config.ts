@@ -94,7 +94,7 @@ Options (each also read from the environment variable shown):
   --source SOURCE              SORTIE_AGENT_SOURCE
   --format tlog|raw            SORTIE_AGENT_FORMAT             file format when the extension does not tell
   --speed N|max                SORTIE_AGENT_SPEED              replay speed: 1 = as recorded (default), max = as fast as possible
-  --byte-rate N                SORTIE_AGENT_BYTE_RATE          raw file replay: bytes/s at speed 1 (default: as fast as possible)
+  --byte-rate N                SORTIE_AGENT_BYTE_RATE          raw file replay: bytes/s at speed 1 on the agent clock (default: paced by the messages' boot time)
   --replay-again               SORTIE_AGENT_REPLAY_AGAIN=1     replay a file this spool already holds in full (else: nothing to do)
   --spool-dir DIR              SORTIE_AGENT_SPOOL_DIR          required; one agent per directory
   --spool-max-bytes SIZE       SORTIE_AGENT_SPOOL_MAX_BYTES    bound on the spool, e.g. 512MiB, 2GiB (default 1GiB)

@@ -116,6 +116,11 @@ describe('sortie agent CLI', () => {
     const agent = start(['--source', `file:${fixturePath(FIXTURES.px4Junk)}`, '--spool-dir', dir, '--speed', 'max']);
     expect(await agent.exited).toBe(0);
     expect(await agent.waitFor('replay finished')).toMatchObject({ framesIn: 138, spooled: 138, junkBytes: 5, durableSeq: '138' });
+    // Said before the first frame: a capture without timestamps is dated by its messages' boot time, from when the replay began.
+    const timeBase = await agent.waitFor('time base');
+    expect(timeBase).toMatchObject({ timeBase: 'boot', file: fixturePath(FIXTURES.px4Junk) });
+    expect(String(timeBase['msg'])).toMatch(/^time base: its messages' own boot time \(HIGHRES_IMU\.time_usec first\), from \d{4}-/);
+    expect(agent.lines.indexOf(timeBase)).toBeLessThan(agent.lines.findIndex((l) => l['msg'] === 'replay finished'));
   });
 
   it('stops a replay into a full spool with no uplink (exit 1), keeps what it spooled, and resumes with more room', async () => {

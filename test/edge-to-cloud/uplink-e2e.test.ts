@@ -240,7 +240,7 @@ describe('uplink end to end (real cloud, real PostgreSQL)', () => {
     const capture = join(dir, 'two-vehicles.bin');
     await writeFile(capture, Buffer.concat(parts));
     const run = startAgentProcess(
-      ['--source', `file:${capture}`, '--spool-dir', join(dir, 'spool'), '--cloud', cloud.httpUrl, '--grpc', cloud.grpcUrl, '--experiment', cloud.experimentId, '--sortie', 'pair-g'],
+      ['--source', `file:${capture}`, '--spool-dir', join(dir, 'spool'), '--speed', 'max', '--cloud', cloud.httpUrl, '--grpc', cloud.grpcUrl, '--experiment', cloud.experimentId, '--sortie', 'pair-g'],
       { SORTIE_AGENT_API_KEY: cloud.key },
     );
     await expectClean(run);

@@ -149,3 +149,6 @@ export function feed<T>(walker: { push(chunk: Uint8Array): T[]; end(): T[] }, da
   for (const item of walker.end()) out.push(item);
   return out;
 }
+
+// Synthetic flights (an ArduSub dive with a companion computer, a PX4 mission) beside the real captures.
+export * from './synthetic-flights.fixture.ts';

@@ -142,3 +142,56 @@ export function timeFieldCatalogue(): Array<{ message: string; field: string; ty
   }
   return out.sort((a, b) => a.message.localeCompare(b.message) || a.field.localeCompare(b.field));
 }
+
+/** Where a message's boot clock is in its payload, for reading it without decoding the message. */
+interface BootClockField {
+  /** `ATTITUDE.time_boot_ms`: what the agent names when it says what a file is paced by. */
+  name: string;
+  offset: number;
+  /** µs per unit: 1000 for time_boot_ms, 1 for time_boot_us and time_usec. */
+  scale: number;
+  size: 4 | 8;
+  /** Absent from MAVLink 1 frames. */
+  extension: boolean;
+}
+
+// In the order the server reads them (narrow/decode.ts frameClocks): time_boot_ms, time_boot_us, time_usec.
+const BOOT_CLOCK_FIELDS: ReadonlyMap<number, readonly BootClockField[]> = new Map(
+  [...MAVLINK_REGISTRY.values()].flatMap((clazz) => {
+    const clocks = messageClocks(clazz.MSG_NAME);
+    const fields = [clocks.bootMs, clocks.bootUs, clocks.usec].flatMap((source) => {
+      const f = source === undefined ? undefined : clazz.FIELDS.find((x) => x.source === source);
+      if (!f) return [];
+      return [{ name: `${clazz.MSG_NAME}.${f.source}`, offset: f.offset, scale: f.source === 'time_boot_ms' ? 1000 : 1, size: f.size === 8 ? 8 : 4, extension: f.extension } satisfies BootClockField];
+    });
+    return fields.length > 0 ? [[clazz.MSG_ID, fields] as const] : [];
+  }),
+);
+
+const UNIX_USEC_THRESHOLD_NUMBER = Number(UNIX_USEC_THRESHOLD);
+
+function readUintLE(payload: Uint8Array, offset: number, size: number): number {
+  let value = 0;
+  // Bytes past a truncated MAVLink 2 payload are zeros.
+  for (let i = size - 1; i >= 0; i--) value = value * 256 + (payload[offset + i] ?? 0);
+  return value;
+}
+
+/**
+ * A frame's time since its sender booted, in µs, by the sample clocks of the catalogue (time_boot_ms, else
+ * a non-zero time_boot_us, else a non-zero time_usec below UNIX_USEC_THRESHOLD), with the field it came
+ * from; undefined for a frame that carries none (HEARTBEAT, an event time such as HOME_POSITION.time_usec,
+ * Unix time, an unknown message id). What pacing a raw capture without timestamps rests on.
+ */
+export function frameBootTime(frame: { msgid: number; payload: Uint8Array; version?: 1 | 2 }): { us: number; field: string } | undefined {
+  const fields = BOOT_CLOCK_FIELDS.get(frame.msgid);
+  if (!fields) return undefined;
+  for (const f of fields) {
+    if (f.extension && frame.version === 1) continue;
+    const raw = readUintLE(frame.payload, f.offset, f.size);
+    if (f.scale === 1000) return { us: raw * 1000, field: f.name };
+    // 0 is what senders put in a time they do not fill; at or above the threshold it is Unix time.
+    if (raw !== 0 && raw < UNIX_USEC_THRESHOLD_NUMBER) return { us: raw, field: f.name };
+  }
+  return undefined;
+}

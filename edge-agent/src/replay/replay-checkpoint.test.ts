@@ -56,11 +56,13 @@ async function run(path: string, format: ReplayFormat, stopAfterChunks?: number)
     await spool.close();
     return { resume, appended: 0 };
   }
-  const replay = new FileReplaySource({ path, format, speed: 'max', startAt: resume.position, crcExtra: crcExtraOf, readBytes: 1000 });
+  // As the agent does: a resumed raw capture keeps the clock its first run started.
+  const originUs = resume.position > 0 ? store.get(file.fingerprint)?.originUs : undefined;
+  const replay = new FileReplaySource({ path, format, speed: 'max', startAt: resume.position, crcExtra: crcExtraOf, readBytes: 1000, originUs });
   await replay.open();
   const source = stopAfterChunks === undefined ? replay : stopAfter(replay, stopAfterChunks);
   const pipeline = new Pipeline({ source, spool, detector: new LinkLossDetector({ thresholdUs: 5e6 }), crcExtra: crcExtraOf, fileTag: file.fileTag });
-  const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled: () => pipeline.lastSpooled });
+  const checkpointer = new ReplayCheckpointer({ store, file, spool, lastSpooled: () => pipeline.lastSpooled, originUs: replay.timeBase.originUs });
   await checkpointer.begin(resume.position);
   await pipeline.run();
   await checkpointer.finish(replay.ended());
@@ -74,6 +76,17 @@ async function spooledFrames(): Promise<string[]> {
     const records = await spool.readFrom(0n, 1_000_000);
     records.forEach((r, i) => i > 0 && expect(r.seq).toBeGreaterThan(records[i - 1]!.seq));
     return records.map((r) => hex(decodeAgentRecord(r.payload).frame));
+  } finally {
+    await spool.close();
+  }
+}
+
+/** Receive times of what the spool holds, µs from its first frame. */
+async function spooledTimes(): Promise<number[]> {
+  const spool = await Spool.open({ dir });
+  try {
+    const records = await spool.readFrom(0n, 1_000_000);
+    return records.map((r) => Number(r.receivedAtUs - records[0]!.receivedAtUs));
   } finally {
     await spool.close();
   }
@@ -110,6 +123,12 @@ describe('replay resume', () => {
     expect(last.resume.from).toBe('checkpoint');
     expect(last.resume.position).toBeGreaterThan(0);
     expect(await spooledFrames()).toEqual(expected);
+    // …at the times one uninterrupted replay gives them: a raw capture's clock (its boot time) goes on from where it stopped.
+    const whole = new FileReplaySource({ path: fixturePath(name), format, speed: 'max', crcExtra: crcExtraOf });
+    await whole.open();
+    const times: number[] = [];
+    for await (const c of whole.chunks()) times.push(c.receivedAtUs);
+    expect(await spooledTimes()).toEqual(times.map((t) => t - times[0]!));
 
     // Once done, the same file is not spooled again.
     const again = await run(fixturePath(name), format);

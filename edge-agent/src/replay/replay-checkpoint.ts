@@ -63,6 +63,8 @@ export interface ReplayCheckpoint {
   readonly seq: string;
   readonly done: boolean;
   readonly updatedAt: string;
+  /** A raw capture paced by boot time: where its clock started (file-replay.ts), so a resumed run keeps its times. */
+  readonly originUs?: number;
 }
 
 export class ReplayCheckpointStore {
@@ -159,6 +161,7 @@ export class ReplayCheckpointer {
   readonly #spool: Spool;
   readonly #lastSpooled: () => SpooledPositionSnapshot | null;
   readonly #intervalMs: number;
+  readonly #originUs: number | undefined;
   #timer: NodeJS.Timeout | null = null;
   #saved = -1;
   #chain: Promise<void> = Promise.resolve();
@@ -169,12 +172,14 @@ export class ReplayCheckpointer {
     spool: Spool;
     lastSpooled: () => SpooledPositionSnapshot | null;
     intervalMs?: number;
+    originUs?: number;
   }) {
     this.#store = options.store;
     this.#file = options.file;
     this.#spool = options.spool;
     this.#lastSpooled = options.lastSpooled;
     this.#intervalMs = options.intervalMs ?? 2000;
+    this.#originUs = options.originUs;
   }
 
   /** Before the first frame is appended: the scan on resume starts from this seq. */
@@ -210,7 +215,7 @@ export class ReplayCheckpointer {
   }
 
   async #write(position: number, seq: bigint, done: boolean): Promise<void> {
-    await this.#store.set(this.#file.fingerprint, { path: this.#file.path, size: this.#file.size, position, seq: String(seq), done });
+    await this.#store.set(this.#file.fingerprint, { path: this.#file.path, size: this.#file.size, position, seq: String(seq), done, ...(this.#originUs !== undefined && { originUs: this.#originUs }) });
     this.#saved = position;
   }
 }

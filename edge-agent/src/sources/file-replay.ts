@@ -3,17 +3,21 @@
 //   tlog  (8-byte big-endian µs timestamp + frame, repeated): records are cut here with the same walk
 //         as the live framer and handed out one per chunk, stamped with the recorded time, at
 //         recorded speed × `speed` or as fast as possible ('max').
-//   raw   (.bin/.raw/.mavlink: the bytes of a serial link, no timestamps): handed out in chunks as
-//         fast as possible, or at `byteRate` (× `speed`) bytes/s; stamped with the agent clock.
+//   raw   (.bin/.raw/.mavlink: the bytes of a serial link, no timestamps): when its messages carry their
+//         sender's boot time (found in the first MiB), frames are cut here and handed out one per chunk,
+//         stamped and paced by that clock (capture-clock.ts) from when the replay began, like a tlog.
+//         Otherwise, or with `byteRate`, handed out in chunks as fast as possible or at `byteRate`
+//         (× `speed`) bytes/s, stamped with the agent clock. `timeBase` says which, for the log.
 //
 // Every chunk carries its byte range in the file, so a replay interrupted at any point (even by
 // SIGKILL) resumes after the last frame the spool kept: `startAt` is that offset.
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import type { CrcExtraLookup } from '@sortie/contracts/mavlink';
+import { frameBootTime, MavlinkFramer, type CrcExtraLookup } from '@sortie/contracts/mavlink';
 import { agentClock, sleep } from '../clock.ts';
 import type { Clock } from '../clock.ts';
-import { PositionedTlogWalker } from '../framing/positioned-walkers.ts';
+import { PositionedFramer, PositionedTlogWalker } from '../framing/positioned-walkers.ts';
+import { CaptureClock } from './capture-clock.ts';
 import { ReplayPacer } from './replay-pacer.ts';
 import type { ReplaySpeed } from './replay-pacer.ts';
 import type { Source, SourceChunk, SourceKind, SourceProgress, SourceStats } from './source.ts';
@@ -33,14 +37,30 @@ export interface FileReplayOptions {
   /** Bytes per file read. Default 64 KiB. */
   readonly readBytes?: number;
   readonly monoMs?: () => number;
+  /**
+   * Raw captures paced by boot time: when the capture's first frame is placed, µs since the epoch. A
+   * resumed replay passes its first run's (replay-checkpoint.ts keeps it), so every frame keeps the time
+   * one uninterrupted run gives it; by default the agent clock at open().
+   */
+  readonly originUs?: number;
+}
+
+/** What a replayed file's receive times are, said once at start (the agent logs it). */
+export interface ReplayTimeBase {
+  /** `recorded`: a tlog's timestamps; `boot`: a raw capture's messages' boot time; `agent`: the agent clock as read. */
+  readonly kind: 'recorded' | 'boot' | 'agent';
+  readonly description: string;
+  /** `boot`: the capture's first frame's time, µs since the epoch. */
+  readonly originUs?: number;
 }
 
 const DEFAULT_READ_BYTES = 64 * 1024;
+/** How far into a raw capture to look for a message that carries a boot time before settling for the agent clock. */
+const PROBE_BYTES = 1024 * 1024;
 
 export class FileReplaySource implements Source {
   readonly kind: SourceKind;
   readonly description: string;
-  readonly recordedTime: boolean;
   readonly #opts: FileReplayOptions;
   readonly #clock: Clock;
   readonly #abort = new AbortController();
@@ -57,11 +77,15 @@ export class FileReplaySource implements Source {
   #lastAtUs: number;
   #state = 'not started';
   #iterating = false;
+  #timeBase: ReplayTimeBase;
 
   constructor(options: FileReplayOptions) {
     this.#opts = options;
     this.kind = options.format;
-    this.recordedTime = options.format === 'tlog';
+    this.#timeBase =
+      options.format === 'tlog'
+        ? { kind: 'recorded', description: "the recorder's timestamps (tlog)" }
+        : { kind: 'agent', description: 'the agent clock as the bytes are read' };
     this.#clock = options.clock ?? agentClock;
     this.#pacer = new ReplayPacer(options.speed ?? 'max', options.monoMs);
     this.#position = options.startAt ?? 0;
@@ -77,7 +101,33 @@ export class FileReplaySource implements Source {
     this.#size = (await this.#fh.stat()).size;
     if (this.#position > this.#size) this.#position = this.#size;
     this.#handedOut = this.#position;
+    if (this.kind === 'raw') this.#timeBase = await this.#rawTimeBase();
     this.#state = 'replaying';
+  }
+
+  /** Receive times come from the file (a tlog's recorder, a raw capture's boot clock), not the agent clock. */
+  get recordedTime(): boolean {
+    return this.#timeBase.kind !== 'agent';
+  }
+
+  /** What this replay's receive times are; final once open() has resolved. */
+  get timeBase(): ReplayTimeBase {
+    return this.#timeBase;
+  }
+
+  /** A raw capture is paced by its messages' boot time when one of them in its first MiB carries one and no byte rate was asked for. */
+  async #rawTimeBase(): Promise<ReplayTimeBase> {
+    if (this.#opts.byteRate !== undefined) return { kind: 'agent', description: 'the agent clock as the bytes are read, paced by --byte-rate' };
+    const framer = new MavlinkFramer({ crcExtra: this.#opts.crcExtra });
+    const head = await this.#readAt(0, Math.min(PROBE_BYTES, this.#size));
+    const paced = [...framer.push(head), ...framer.end()].map((f) => frameBootTime(f)).find((t) => t !== undefined);
+    if (!paced) return { kind: 'agent', description: 'the agent clock as the bytes are read: no message in its first MiB carries a boot time' };
+    const originUs = this.#opts.originUs ?? this.#clock.nowUs();
+    return {
+      kind: 'boot',
+      originUs,
+      description: `its messages' own boot time (${paced.field} first), from ${new Date(originUs / 1000).toISOString()}; a frame without one takes the time reached`,
+    };
   }
 
   get size(): number {
@@ -86,7 +136,8 @@ export class FileReplaySource implements Source {
 
   chunks(): AsyncIterable<SourceChunk> {
     this.#iterating = true;
-    return this.kind === 'tlog' ? this.#tlogChunks() : this.#rawChunks();
+    if (this.kind === 'tlog') return this.#tlogChunks();
+    return this.#timeBase.kind === 'boot' ? this.#bootPacedChunks(this.#timeBase.originUs!) : this.#rawChunks();
   }
 
   now(): number {
@@ -181,6 +232,61 @@ export class FileReplaySource implements Source {
     } finally {
       await this.#release();
     }
+  }
+
+  /**
+   * A raw capture cut into frames, each stamped with its boot time on the capture's clock from `originUs`
+   * and paced by it. A resumed replay first walks the bytes before `startAt` (framing only) so the clock
+   * stands where the first run had it.
+   */
+  async *#bootPacedChunks(originUs: number): AsyncGenerator<SourceChunk, void, undefined> {
+    const clock = new CaptureClock();
+    const place = (f: { msgid: number; payload: Uint8Array; version: 1 | 2; sysid: number; compid: number }) =>
+      originUs + clock.advance(f.sysid * 256 + f.compid, frameBootTime(f)?.us);
+    try {
+      if (this.#position > 0) {
+        const before = new PositionedFramer({ crcExtra: this.#opts.crcExtra });
+        for (let at = 0; at < this.#position && !this.#closed; ) {
+          const data = await this.#readAt(at, Math.min(this.#opts.readBytes ?? DEFAULT_READ_BYTES, this.#position - at));
+          if (data.length === 0) break;
+          at += data.length;
+          for (const pf of before.push(data)) place(pf.frame);
+        }
+        for (const pf of before.end()) place(pf.frame);
+      }
+      const walker = new PositionedFramer({ crcExtra: this.#opts.crcExtra, base: this.#position });
+      for (;;) {
+        const data = await this.#read();
+        const frames = data ? walker.push(data) : walker.end();
+        this.#discarded = walker.stats.bytesDiscarded;
+        for (const pf of frames) {
+          const ts = place(pf.frame);
+          const wait = this.#pacer.delayFor(ts);
+          if (wait > 0) await sleep(wait, this.#abort.signal);
+          if (this.#closed) return;
+          this.#pacer.emitted(ts);
+          this.#chunks++;
+          this.#handedOut = pf.end;
+          yield { bytes: pf.frame.bytes, receivedAtUs: ts, position: { start: pf.start, end: pf.end } };
+        }
+        if (!data || this.#closed) break;
+      }
+      if (!this.#closed) {
+        this.#state = 'ended';
+        this.#handedOut = this.#size;
+      }
+    } finally {
+      await this.#release();
+    }
+  }
+
+  /** `length` bytes at `at`, without moving the replay's position (what open() and a resume look at first). */
+  async #readAt(at: number, length: number): Promise<Uint8Array> {
+    const fh = this.#fh;
+    if (!fh) throw new Error('FileReplaySource.open() was not called');
+    const buf = Buffer.allocUnsafe(Math.max(0, length));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+    return buf.subarray(0, bytesRead);
   }
 
   /** The next bytes of the file, or null at its end. A fresh buffer each time: frames are views into it. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { MavLinkPacketSplitter, MavLinkProtocolV1, MavLinkProtocolV2 } from 'node-mavlink';
 import type { MavLinkData } from 'node-mavlink';
 import { describe, expect, it } from 'vitest';
-import { crcExtraOf, MAVLINK_REGISTRY, type MavlinkFrame, MavlinkFramer, messageClassOf, parseSignalName, TlogWalker } from '@sortie/contracts/mavlink';
+import { crcExtraOf, frameBootTime, MAVLINK_REGISTRY, type MavlinkFrame, MavlinkFramer, messageClassOf, parseSignalName, TlogWalker } from '@sortie/contracts/mavlink';
 import fc from 'fast-check';
 import { decodeFrame, frameClocks, frameTime, messageLayoutOf, visitFrame, type FrameClocks } from './decode.ts';
 import type { DecodedSample } from './decode.ts';
@@ -270,6 +270,22 @@ describe('frameTime', () => {
         expect(clocksOf(frame)).toEqual(expected(frame));
       }),
       { numRuns: 3000, seed: 7 },
+    );
+  });
+
+  it("agrees with the contracts' frameBootTime, which paces the agent's replay of a raw capture, on every fixture frame and on random payloads", () => {
+    const bootOf = (frame: Parameters<typeof frameTime>[0]) => frameBootTime(frame)?.us ?? NaN;
+    for (const frame of [...tlog, ...v2, ...rawFrames('px4-mixed-v1v2-junk.bin').frames]) expect(bootOf(frame)).toBe(clocksOf(frame).bootUs);
+    const ids = [...MAVLINK_REGISTRY.keys()].filter((id) => messageLayoutOf(id) !== undefined);
+    const u64 = fc.oneof(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.constantFrom(0n, 999_999_999_999_999n, 1_000_000_000_000_000n));
+    fc.assert(
+      fc.property(fc.constantFrom(...ids), fc.uint8Array({ minLength: 280, maxLength: 280 }), fc.array(u64, { minLength: 4, maxLength: 4 }), fc.constantFrom(1, 2), (msgid, bytes, words, version) => {
+        const view = new DataView(bytes.buffer);
+        for (let o = 0, w = 0; o + 8 <= 64; o += 8, w++) view.setBigUint64(o, words[w % words.length]!, true);
+        const frame = { msgid, version, payload: bytes.subarray(0, messageLayoutOf(msgid)!.payloadLength) } as Parameters<typeof frameTime>[0];
+        expect(bootOf(frame)).toBe(clocksOf(frame).bootUs);
+      }),
+      { numRuns: 2000, seed: 11 },
     );
   });
 
