@@ -347,7 +347,7 @@ describe.skipIf(SKIP_BROWSER)('the console in Chromium', () => {
     await page.click('text=Log command');
     const row = page.locator('tr[data-command]', { hasText: 'HOLD' });
     await expect.poll(() => row.getAttribute('data-status')).toBe('logged');
-    expect(await page.locator('tr[data-command] td:first-child').allTextContents()).toEqual(['7', '42']);
+    expect(await page.locator('tr[data-command] td:first-child .reltime').allTextContents()).toEqual(['T+7 s', 'T+42 s']);
     await row.locator('text=Retract').click();
     await expect.poll(() => row.locator('.chip-retracted').count()).toBe(1);
     expect(await row.locator('text=Dispatch…').isDisabled()).toBe(true);

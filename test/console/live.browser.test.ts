@@ -265,7 +265,7 @@ describe.skipIf(SKIP_BROWSER)('the console following a flight live', () => {
     expect(acked.status).toBeLessThan(300);
     await expect.poll(() => row.getAttribute('data-status')).toBe('acked');
     expect(await row.textContent()).toContain('thrust held');
-    expect(await row.textContent()).toMatch(/delivered: [\d-]+ [\d:.]+ UTC/);
+    expect(await row.textContent()).toMatch(/delivered: [\d:.]+/);
     // The command's life on the time axis, from the same stream.
     await expect.poll(() => page.locator('.mark[data-kind=acked]').count()).toBeGreaterThan(0);
     // Nothing asked for the log or the command: the stream told.

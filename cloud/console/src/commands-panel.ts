@@ -1,10 +1,11 @@
 import type { ArmingRecord, CommandRecord, CommandTemplate, ConsoleSession, DeliveryAttempt } from '@sortie/contracts';
 import { ARMING_TTL_SECONDS, ACK_TIMEOUT_SECONDS } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { h, type ComponentChildren, type VNode } from 'preact';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { SortieApiError, type ConsoleApi } from './api.ts';
 import { argFields, argsFromForm } from './args-form.ts';
-import { formatIso } from './format.ts';
+import { formatIso, formatUtc } from './format.ts';
+import { relTimeText } from './marks.ts';
 import { mergeCommands } from './live.ts';
 import { need } from './scopes.ts';
 
@@ -17,6 +18,8 @@ interface Props {
   session: ConsoleSession;
   experimentId: string;
   datasetId: string;
+  /** The dataset's first sample (Unix seconds), where relTime 0 is, once known. */
+  origin: number | undefined;
   onCommands: (commands: CommandRecord[]) => void;
   /** Command changes from the dataset's Follow stream, and how many updates carried some. */
   live?: { commands: ReadonlyMap<string, CommandRecord>; seen: number };
@@ -105,12 +108,12 @@ export function CommandsPanel(props: Props): VNode<any> {
     commands && commands.length === 0 ? h('p', { class: 'muted' }, 'No commands logged on this dataset.') : null,
     commands && commands.length > 0
       ? h('table', { class: 'command-log' }, [
-          h('caption', null, 'Command log, by relTime'),
+          h('caption', null, "Command log, by relTime (seconds from the dataset's first sample; each command is marked there on the plots)"),
           h('thead', null, h('tr', null, ['relTime', 'Command', 'Status', 'Times (UTC)', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
           h(
             'tbody',
             null,
-            commands.map((c) => h(CommandRow, { key: c.id, api, session, command: c, armed, act, templates })),
+            commands.map((c) => h(CommandRow, { key: c.id, api, session, command: c, origin: props.origin, armed, act, templates })),
           ),
         ])
       : null,
@@ -169,7 +172,7 @@ function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId
       ),
       h('label', { for: 'cmd-text' }, 'Command text'),
       h('input', { id: 'cmd-text', value: text, disabled, placeholder: templateKey || 'e.g. TAKEOFF 20', onInput: (e: Event) => setText((e.target as HTMLInputElement).value) }),
-      h('label', { for: 'cmd-reltime' }, 'relTime (s)'),
+      h('label', { for: 'cmd-reltime', title: "seconds from the dataset's first sample" }, 'relTime (s from first sample)'),
       h('input', { id: 'cmd-reltime', type: 'number', step: 'any', value: relTime, disabled, onInput: (e: Event) => setRelTime((e.target as HTMLInputElement).value) }),
       ...fields.flatMap((f): VNode<any>[] => {
         const id = `arg-${f.name}`;
@@ -192,9 +195,10 @@ function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId
 
 const STATUS_LABEL: Record<CommandRecord['status'], string> = { logged: 'logged', queued: 'queued', acked: 'acked', nacked: 'nacked', timed_out: 'timed out' };
 
-function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: CommandRecord; armed: boolean; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] | undefined }): VNode<any> {
+function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: CommandRecord; origin: number | undefined; armed: boolean; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] | undefined }): VNode<any> {
   const { command: c, api } = props;
-  const [confirming, setConfirming] = useState(false);
+  // Where the Dispatch… button was when clicked: the confirmation opens there.
+  const [confirming, setConfirming] = useState<DOMRect | undefined>();
   const [typed, setTyped] = useState('');
   const [timeout, setTimeoutSeconds] = useState(String(ACK_TIMEOUT_SECONDS.default));
   const [attempts, setAttempts] = useState<DeliveryAttempt[] | undefined>();
@@ -217,50 +221,70 @@ function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: 
     ['vehicle time', c.vehicleTime],
     ['ack deadline', c.status === 'queued' || c.status === 'timed_out' ? c.ackDeadlineAt : null],
   ].filter(([, t]) => t) as [string, string][];
+  const close = () => (setConfirming(undefined), setTyped(''));
 
   return h('tr', { 'data-command': c.id, 'data-status': c.status }, [
-    h('td', null, String(c.relTime)),
-    h('td', null, [h('code', null, c.commandText), c.templateKey ? h('span', { class: 'muted' }, ` (${c.templateKey})`) : null, Object.keys(c.args).length ? h('div', { class: 'muted' }, JSON.stringify(c.args)) : null]),
+    h('td', null, [
+      h('span', { class: 'reltime', title: "seconds from the dataset's first sample" }, relTimeText(c.relTime)),
+      // Where that puts it on the flight's time axis.
+      props.origin !== undefined ? h('div', { class: 'muted times' }, `${formatUtc(props.origin + c.relTime).slice(11)}`) : null,
+    ]),
+    h('td', { class: 'command-text' }, [h('code', null, c.commandText), c.templateKey ? h('span', { class: 'muted' }, ` (${c.templateKey})`) : null, Object.keys(c.args).length ? h('div', { class: 'muted' }, JSON.stringify(c.args)) : null]),
     h('td', null, [
       h('span', { class: `chip chip-${c.status}`, 'data-testid': 'command-status' }, STATUS_LABEL[c.status]),
       retracted ? h('span', { class: 'chip chip-retracted' }, 'retracted') : null,
       c.statusDetail ? h('div', { class: 'muted' }, c.statusDetail) : null,
     ]),
-    h('td', null, h('ul', { class: 'times' }, times.map(([label, t]) => h('li', null, `${label}: ${formatIso(t)}`)))),
+    h('td', null, h('ul', { class: 'times' }, times.map(([label, t], i) => h('li', null, `${label}: ${shortTime(t, i === 0 ? undefined : c.issuedAt)}`)))),
     h('td', null, [
+      h('div', { class: 'row-actions' }, [
+        h(
+          'button',
+          {
+            type: 'button',
+            disabled: write.disabled || !canDispatch || !props.armed,
+            title: !props.armed && !write.disabled ? 'Arm the dataset first' : undefined,
+            onClick: (e: MouseEvent) => setConfirming((e.currentTarget as HTMLElement).getBoundingClientRect()),
+          },
+          'Dispatch…',
+        ),
+        h('button', { type: 'button', disabled: write.disabled || !canDispatch, onClick: () => props.act(() => api.retractCommand(c.id, 'retracted in the console')) }, 'Retract'),
+        write.note,
+        h(
+          'button',
+          { type: 'button', disabled: hooksRead.disabled, 'aria-expanded': attempts !== undefined, onClick: () => (attempts === undefined ? api.deliveries(c.id).then(setAttempts, () => setAttempts([])) : setAttempts(undefined)) },
+          `Deliveries (${c.deliveryAttempts})`,
+        ),
+        hooksRead.note,
+      ]),
       confirming
         ? h(
-            'form',
-            {
-              class: 'confirm',
-              'aria-label': `Confirm dispatch of ${c.commandText}`,
-              onSubmit: (e: Event) => {
-                e.preventDefault();
-                setConfirming(false);
-                setTyped('');
-                props.act(() => api.dispatchCommand(c.id, Number(timeout)));
-              },
-            },
-            [
-              h('label', { for: `timeout-${c.id}` }, 'Ack timeout (s)'),
-              h('input', { id: `timeout-${c.id}`, type: 'number', min: ACK_TIMEOUT_SECONDS.min, max: ACK_TIMEOUT_SECONDS.max, value: timeout, onInput: (e: Event) => setTimeoutSeconds((e.target as HTMLInputElement).value) }),
-              destructive ? h('label', { for: `typed-${c.id}` }, `Destructive: type "${c.commandText}" to confirm`) : h('p', null, `Send "${c.commandText}" to the vehicle's endpoints?`),
-              destructive ? h('input', { id: `typed-${c.id}`, value: typed, autocomplete: 'off', onInput: (e: Event) => setTyped((e.target as HTMLInputElement).value) }) : null,
-              h('button', { type: 'submit', disabled: destructive && typed !== c.commandText }, 'Confirm dispatch'),
-              h('button', { type: 'button', onClick: () => (setConfirming(false), setTyped('')) }, 'Cancel'),
-            ],
-          )
-        : h('div', { class: 'row-actions' }, [
-            h('button', { type: 'button', disabled: write.disabled || !canDispatch || !props.armed, title: !props.armed && !write.disabled ? 'Arm the dataset first' : undefined, onClick: () => setConfirming(true) }, 'Dispatch…'),
-            h('button', { type: 'button', disabled: write.disabled || !canDispatch, onClick: () => props.act(() => api.retractCommand(c.id, 'retracted in the console')) }, 'Retract'),
-            write.note,
+            ConfirmDialog,
+            { anchor: confirming, label: `Confirm dispatch of ${c.commandText}`, onClose: close },
             h(
-              'button',
-              { type: 'button', disabled: hooksRead.disabled, 'aria-expanded': attempts !== undefined, onClick: () => (attempts === undefined ? api.deliveries(c.id).then(setAttempts, () => setAttempts([])) : setAttempts(undefined)) },
-              `Deliveries (${c.deliveryAttempts})`,
+              'form',
+              {
+                class: 'confirm',
+                onSubmit: (e: Event) => {
+                  e.preventDefault();
+                  close();
+                  props.act(() => api.dispatchCommand(c.id, Number(timeout)));
+                },
+              },
+              [
+                h('strong', null, `Dispatch ${c.commandText} (${relTimeText(c.relTime)})`),
+                h('label', { for: `timeout-${c.id}` }, 'Ack timeout (s)'),
+                h('input', { id: `timeout-${c.id}`, type: 'number', min: ACK_TIMEOUT_SECONDS.min, max: ACK_TIMEOUT_SECONDS.max, value: timeout, onInput: (e: Event) => setTimeoutSeconds((e.target as HTMLInputElement).value) }),
+                destructive ? h('label', { for: `typed-${c.id}` }, `Destructive: type "${c.commandText}" to confirm`) : h('p', null, `Send "${c.commandText}" to the vehicle's endpoints?`),
+                destructive ? h('input', { id: `typed-${c.id}`, value: typed, autocomplete: 'off', autofocus: true, onInput: (e: Event) => setTyped((e.target as HTMLInputElement).value) }) : null,
+                h('div', { class: 'row-actions' }, [
+                  h('button', { type: 'submit', disabled: destructive && typed !== c.commandText }, 'Confirm dispatch'),
+                  h('button', { type: 'button', onClick: close }, 'Cancel'),
+                ]),
+              ],
             ),
-            hooksRead.note,
-          ]),
+          )
+        : null,
       attempts
         ? h(
             'ul',
@@ -279,4 +303,30 @@ function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: 
         : null,
     ]),
   ]);
+}
+
+/** A log time in UTC without its date when it is the same day as `sameDayAs`: the column stays narrow, one line each. */
+function shortTime(text: string, sameDayAs: string | undefined): string {
+  const full = formatIso(text).replace(/ UTC$/, '');
+  return sameDayAs !== undefined && formatIso(sameDayAs).slice(0, 10) === full.slice(0, 10) ? full.slice(11) : full;
+}
+
+/**
+ * A modal confirmation opened beside the control that asked for it (below it, or above when the
+ * viewport has no room below), kept inside the viewport: the command log sits low on the page, and a
+ * form opened in place of the buttons could land below the fold. Escape cancels.
+ */
+function ConfirmDialog(props: { anchor: DOMRect; label: string; onClose: () => void; children?: ComponentChildren }): VNode<any> {
+  const dialog = useRef<HTMLDialogElement>(null);
+  useLayoutEffect(() => {
+    const d = dialog.current!;
+    if (!d.open) d.showModal();
+    const { width, height } = d.getBoundingClientRect();
+    const { anchor } = props;
+    const right = document.documentElement.clientWidth - 8;
+    const bottom = window.innerHeight - 8;
+    d.style.left = `${Math.max(8, Math.min(right - width, anchor.left))}px`;
+    d.style.top = `${anchor.bottom + 4 + height <= bottom ? anchor.bottom + 4 : Math.max(8, anchor.top - 4 - height)}px`;
+  }, [props.anchor]);
+  return h('dialog', { ref: dialog, class: 'confirm-dialog', 'aria-label': props.label, onClose: props.onClose }, props.children);
 }

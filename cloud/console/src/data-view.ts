@@ -217,7 +217,9 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const live = liveMode && store ? { series: store.series, frame: follow!.frame } : undefined;
 
   const groups = useMemo(() => groupChannels(channels ?? [], filter), [channels, filter]);
-  const marks = useMemo(() => marksOf(events, commands), [events, commands]);
+  // A command's relTime counts from the dataset's first sample: its span's start.
+  const origin = span?.from;
+  const marks = useMemo(() => marksOf(events, commands, origin), [events, commands, origin]);
   // Named as the channel list names them: a rule on a wide dataset names its channel by index.
   const limits = useMemo(() => {
     const byId = new Map((channels ?? []).map((c) => [queryChannelId(c), c]));
@@ -292,7 +294,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
           })
         : null,
       props.narrow ? h(FlightView, { api, experimentId, datasetId, channelIds: flightIds, window: liveMode ? liveWindow : window, cursor, axis: selected.length > 0 ? axis : undefined, live }) : null,
-      h(CommandsPanel, { api, session, experimentId, datasetId, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
+      h(CommandsPanel, { api, session, experimentId, datasetId, origin, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
     ]),
   ]);
 }

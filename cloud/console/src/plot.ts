@@ -3,8 +3,8 @@ import { h, type VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import type { ConsoleApi } from './api.ts';
-import type { TimelineMark } from './marks.ts';
-import { formatUtc } from './format.ts';
+import { markColour, markName, type TimelineMark } from './marks.ts';
+import { displayUnit, formatUtc, formatValue, type DisplayUnit } from './format.ts';
 import { boundText, type LimitCrossing, type LiveSeries } from './live.ts';
 import { queryChannelId } from './signals.ts';
 
@@ -38,12 +38,12 @@ const SYNC_KEY = 'sortie-plot';
 /**
  * The plot area's width in CSS pixels: the most points a pane can show one per pixel. A drawn pane's
  * plot area is measured; before the first one exists, the panes' width less what uPlot takes around the
- * plot (the y axis' 60 px, the 32 px right padding, a little left padding), rounded down to stay within.
+ * plot (the y axis' 72 px, the 32 px right padding, a little left padding), rounded down to stay within.
  */
 function plotWidth(container: HTMLElement | null): number {
   const drawn = container?.querySelector('.u-over') as HTMLElement | null;
   if (drawn && drawn.clientWidth > 0) return drawn.clientWidth;
-  return Math.max(100, Math.floor((container?.clientWidth ?? 800) - 100));
+  return Math.max(100, Math.floor((container?.clientWidth ?? 800) - 112));
 }
 
 export interface PlotProps {
@@ -87,6 +87,17 @@ export function Plot(props: PlotProps): VNode<any> {
   const [error, setError] = useState<string>('');
   const [loading, setLoading] = useState(false);
   const [axis, setAxisState] = useState<PlotAxis | undefined>();
+  // The synced cursor's time, and where the pointer is over the panes: the readout's place.
+  const [cursorT, setCursorT] = useState<number | undefined>();
+  const [pointer, setPointer] = useState<Omit<ReadoutAt, 't'> | undefined>();
+  const onCursor = (t: number | undefined) => {
+    setCursorT(t);
+    props.onCursor(t);
+  };
+  const track = (e: MouseEvent) => {
+    const box = container.current!.getBoundingClientRect();
+    setPointer({ x: e.clientX - box.left, y: e.clientY - box.top, width: box.width, height: box.height });
+  };
   const drawnAxis = useRef<PlotAxis | undefined>(undefined);
   const setAxis = (next: PlotAxis) => {
     // Every draw reports the axis; only a changed one re-renders what is placed on it.
@@ -171,23 +182,26 @@ export function Plot(props: PlotProps): VNode<any> {
   children.push(
     h(
       'div',
-      { class: 'panes', ref: container },
-      shownPanes.map((pane, i) =>
-        h(Pane, {
-          key: pane.channel.hypertableColName,
-          pane,
-          index: i,
-          window: props.window ?? extent,
-          live: props.live !== undefined,
-          marks: props.marks,
-          limits: props.limits,
-          limitsNow: props.limitsNow,
-          onWindow: props.onWindow,
-          onCursor: props.onCursor,
-          onAxis: i === 0 ? setAxis : undefined,
-          showAxis: i === shownPanes.length - 1,
-        }),
-      ),
+      { class: 'panes', ref: container, onMouseMove: track, onMouseLeave: () => setPointer(undefined) },
+      [
+        ...shownPanes.map((pane, i) =>
+          h(Pane, {
+            key: pane.channel.hypertableColName,
+            pane,
+            index: i,
+            window: props.window ?? extent,
+            live: props.live !== undefined,
+            marks: props.marks,
+            limits: props.limits,
+            limitsNow: props.limitsNow,
+            onWindow: props.onWindow,
+            onCursor,
+            onAxis: i === 0 ? setAxis : undefined,
+            showAxis: i === shownPanes.length - 1,
+          }),
+        ),
+        pointer && cursorT !== undefined && shownPanes.length > 0 ? h(Readout, { at: { ...pointer, t: cursorT }, panes: shownPanes }) : null,
+      ],
     ),
   );
   children.push(h(LimitSpans, { limits: props.limits, now: props.limitsNow, axis }));
@@ -215,6 +229,12 @@ function utcTicks(_u: uPlot, splits: number[], _axis: number, _space: number, in
   return splits.map((s) => formatUtc(s).slice(11, end));
 }
 
+/** Value ticks to the decimals of their step (uPlot's default rounds to three, which repeats a label when a latitude moves in its fifth). */
+function valueTicks(splits: number[], increment: number): string[] {
+  const decimals = Math.min(12, (String(increment).split('.')[1] ?? '').length);
+  return splits.map((v) => v.toFixed(decimals));
+}
+
 // Warning amber and critical red: a translucent fill over the crossing's span, a solid stripe along its top.
 const LIMIT_FILL = { warning: 'rgba(214, 140, 0, 0.2)', critical: 'rgba(200, 30, 30, 0.16)' };
 const LIMIT_STROKE = { warning: '#9a5b00', critical: '#b3261e' };
@@ -227,10 +247,11 @@ function ofChannel(l: LimitCrossing, channel: Channel): boolean {
 /**
  * The crossings over their span, under the grid and the line (`spans`, before uPlot draws): on every
  * pane, so an exceedance of one signal shows against all the others at that moment. Over the line
- * (`bounds`, after): the crossed bound as a dashed line on the signal's own pane, where a grid line at
- * the same round value would otherwise hide it. Returns how many spans are on the pane.
+ * (`bounds`, after): the crossed bound (stored units, drawn in the pane's `scale`) as a dashed line on the
+ * signal's own pane, where a grid line at the same round value would otherwise hide it. Returns how many
+ * spans are on the pane.
  */
-function drawLimits(u: uPlot, limits: readonly LimitCrossing[], now: number | undefined, channel: Channel, layer: 'spans' | 'bounds'): number {
+function drawLimits(u: uPlot, limits: readonly LimitCrossing[], now: number | undefined, channel: Channel, scale: number, layer: 'spans' | 'bounds'): number {
   const { left, top, width, height } = u.bbox;
   const ctx = u.ctx;
   let drawn = 0;
@@ -254,7 +275,7 @@ function drawLimits(u: uPlot, limits: readonly LimitCrossing[], now: number | un
     ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
     for (const bound of [l.low, l.high]) {
       if (bound === null) continue;
-      const y = u.valToPos(bound, 'y', true);
+      const y = u.valToPos(bound * scale, 'y', true);
       if (y < top || y > top + height) continue;
       ctx.beginPath();
       ctx.moveTo(left, y);
@@ -267,14 +288,37 @@ function drawLimits(u: uPlot, limits: readonly LimitCrossing[], now: number | un
 }
 
 const COLORS = ['#1f5fbf', '#b3261e', '#146c2e', '#8a4b00', '#6b2fa3', '#00687a'];
-const MARK_COLORS: Record<TimelineMark['kind'], string> = {
-  event: '#b3261e',
-  dispatched: '#1f5fbf',
-  delivered: '#00687a',
-  acked: '#146c2e',
-  nacked: '#8a4b00',
-  timed_out: '#6b2fa3',
-};
+
+/** A series' values in its display unit (a copy either way: uPlot keeps what it is given). */
+function shownValues(values: ArrayLike<number>, scale: number): number[] {
+  return scale === 1 ? Array.from(values) : Array.from(values, (v) => v * scale);
+}
+
+// A pane's height in CSS pixels, and the least room between two value ticks (labels 12 px high).
+const PANE_HEIGHT = 160;
+const AXIS_HEIGHT = 42;
+const MIN_TICK_GAP = 18;
+
+/**
+ * The room uPlot is told to leave between value ticks: the spacing of the widest round step (1, 2, 2.5
+ * or 5 × 10ⁿ) that still puts four ticks on the pane, no closer than MIN_TICK_GAP. uPlot takes the
+ * finest step at least that far apart, so it takes this one; its default (30 px) left two or three.
+ */
+function valueTickSpace(_u: uPlot, _axis: number, min: number, max: number, dim: number): number {
+  const range = max - min;
+  if (!(range > 0) || !(dim > 0)) return 30;
+  const px = dim / range;
+  const top = Math.floor(Math.log10(range));
+  let chosen: number | undefined;
+  for (let exp = top - 2; exp <= top; exp++) {
+    for (const m of [1, 2, 2.5, 5]) {
+      const step = m * 10 ** exp;
+      const ticks = Math.floor(max / step + 1e-9) - Math.ceil(min / step - 1e-9) + 1;
+      if (step * px >= MIN_TICK_GAP && ticks >= 4) chosen = step;
+    }
+  }
+  return chosen === undefined ? MIN_TICK_GAP : chosen * px * (1 - 1e-6);
+}
 
 function Pane(props: PaneProps): VNode<any> {
   const host = useRef<HTMLDivElement>(null);
@@ -284,18 +328,21 @@ function Pane(props: PaneProps): VNode<any> {
   const { channel, series } = props.pane;
   const shown = series.times.length;
   const downsampled = shown < series.rawPoints;
+  const display = displayUnit(channel.unit);
 
   useLayoutEffect(() => {
     const element = host.current!;
     const width = element.clientWidth || 800;
+    const height = PANE_HEIGHT + (props.showAxis ? AXIS_HEIGHT : 0);
+    const grid = { stroke: '#dcdcdc', width: 1 };
     const options: uPlot.Options = {
       width,
-      height: props.showAxis ? 170 : 140,
+      height,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       legend: { show: false },
       // The same right edge on every pane (uPlot widens it for the last tick label on the pane with the
       // axis), so one instant is one pixel column in all of them and the synced cursor lines up.
-      padding: [null, 32, null, null],
+      padding: [8, 32, null, null],
       scales: {
         x: {
           time: true,
@@ -313,8 +360,8 @@ function Pane(props: PaneProps): VNode<any> {
               if (!ofChannel(l, channel)) continue;
               for (const b of [l.low, l.high]) {
                 if (b === null) continue;
-                lo = lo === null ? b : Math.min(lo, b);
-                hi = hi === null ? b : Math.max(hi, b);
+                lo = lo === null ? b * display.scale : Math.min(lo, b * display.scale);
+                hi = hi === null ? b * display.scale : Math.max(hi, b * display.scale);
               }
             }
             return lo === null || hi === null ? [null, null] : uPlot.rangeNum(lo, hi, 0.1, true);
@@ -322,18 +369,53 @@ function Pane(props: PaneProps): VNode<any> {
         },
       },
       axes: [
-        { show: props.showAxis, stroke: '#333', grid: { stroke: '#e3e3e3' }, values: utcTicks, space: 90, label: props.showAxis ? 'UTC' : undefined, labelSize: 18 },
-        { stroke: '#333', grid: { stroke: '#e3e3e3' }, size: 60 },
+        // Every pane draws the time gridlines; only the bottom one labels them (the others take no room for labels).
+        props.showAxis
+          ? {
+              stroke: '#333',
+              grid,
+              space: 90,
+              label: 'UTC',
+              labelSize: 18,
+              values: (u, splits, axis, space, increment) => {
+                element.dataset.timeGridlines = String(splits.length);
+                return utcTicks(u, splits, axis, space, increment);
+              },
+            }
+          : {
+              grid,
+              space: 90,
+              size: 0,
+              ticks: { show: false },
+              values: (_u, splits) => {
+                element.dataset.timeGridlines = String(splits.length);
+                return splits.map(() => null);
+              },
+            },
+        {
+          stroke: '#333',
+          grid,
+          size: 72,
+          space: valueTickSpace,
+          values: (_u, splits, _axis, _space, increment) => {
+            // How many value ticks (and gridlines) are drawn, read by the tests.
+            element.dataset.valueTicks = String(splits.length);
+            return valueTicks(splits, increment);
+          },
+        },
       ],
       series: [{}, { label: channel.name, stroke: COLORS[props.index % COLORS.length], width: 1, points: { show: false } }],
       cursor: {
+        // No horizontal hair: synced, it would cross every other pane at the pointer's height, a value
+        // that means nothing there; the readout gives each pane's value.
+        y: false,
         sync: { key: SYNC_KEY, scales: ['x', null] },
         drag: { x: true, y: false, setScale: false },
       },
       hooks: {
         drawClear: [
           (u) => {
-            element.dataset.limitBands = String(drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, 'spans'));
+            element.dataset.limitBands = String(drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, display.scale, 'spans'));
           },
         ],
         setSelect: [
@@ -353,23 +435,24 @@ function Pane(props: PaneProps): VNode<any> {
         ],
         draw: [
           (u) => {
-            // Event and command marks as thin vertical lines on every pane, behind the hover strip.
+            // Event and command marks as thin vertical lines on every pane, behind the hover strip: events
+            // solid, a command at its relTime solid and wider, the steps of its life dashed.
             const ctx = u.ctx;
             const { top, height } = u.bbox;
             ctx.save();
-            ctx.lineWidth = Math.max(1, devicePixelRatio);
             for (const mark of latest.current.marks) {
               const x = u.valToPos(mark.t, 'x', true);
               if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
-              ctx.strokeStyle = MARK_COLORS[mark.kind];
-              ctx.setLineDash(mark.kind === 'event' ? [] : [4, 3]);
+              ctx.strokeStyle = markColour(mark);
+              ctx.lineWidth = (mark.kind === 'command' ? 2 : 1) * Math.max(1, devicePixelRatio);
+              ctx.setLineDash(mark.kind === 'event' || mark.kind === 'command' ? [] : [4, 3]);
               ctx.beginPath();
               ctx.moveTo(x, top);
               ctx.lineTo(x, top + height);
               ctx.stroke();
             }
             ctx.restore();
-            drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, 'bounds');
+            drawLimits(u, latest.current.limits, latest.current.limitsNow, channel, display.scale, 'bounds');
             latest.current.onAxis?.({
               left: u.bbox.left / devicePixelRatio,
               width: u.bbox.width / devicePixelRatio,
@@ -386,9 +469,9 @@ function Pane(props: PaneProps): VNode<any> {
         ],
       },
     };
-    const instance = new uPlot(options, [Array.from(series.times), Array.from(series.values)], element);
+    const instance = new uPlot(options, [Array.from(series.times), shownValues(series.values, display.scale)], element);
     plot.current = instance;
-    const resize = new ResizeObserver(() => instance.setSize({ width: element.clientWidth || width, height: options.height }));
+    const resize = new ResizeObserver(() => instance.setSize({ width: element.clientWidth || width, height }));
     resize.observe(element);
     return () => {
       resize.disconnect();
@@ -401,13 +484,13 @@ function Pane(props: PaneProps): VNode<any> {
   // drawn now: batch() commits at once where setData alone would draw in a later microtask, so once the
   // views have committed, the pixels are on the canvas (what the live timings measure).
   useLayoutEffect(() => {
-    plot.current?.batch(() => plot.current!.setData([Array.from(series.times), Array.from(series.values)]));
+    plot.current?.batch(() => plot.current!.setData([Array.from(series.times), shownValues(series.values, display.scale)]));
   }, [series]);
   useEffect(() => {
     plot.current?.redraw(false, false);
   }, [props.marks, props.limits]);
 
-  const unit = channel.unit ? ` (${channel.unit})` : '';
+  const unit = display.unit ? ` (${display.unit}${display.unit !== channel.unit ? `, stored in ${channel.unit}` : ''})` : '';
   return h('figure', { class: 'pane', 'data-channel': channel.hypertableColName, 'data-raw-points': series.rawPoints, 'data-shown-points': shown, 'data-downsampled': String(downsampled) }, [
     h('figcaption', null, [
       h('strong', null, `${channel.name}${unit}`),
@@ -420,6 +503,77 @@ function Pane(props: PaneProps): VNode<any> {
       ),
     ]),
     h('div', { class: 'pane-canvas', ref: host, role: 'img', 'aria-label': `Plot of ${channel.name}${unit}: ${shown} points shown of ${series.rawPoints} in the window` }),
+  ]);
+}
+
+/** Index of the sample nearest `t` in ascending `times`, or -1 when there is none. */
+function nearest(times: ArrayLike<number>, t: number): number {
+  let lo = 0;
+  let hi = times.length - 1;
+  if (hi < 0) return -1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid]! < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && t - times[lo - 1]! < times[lo]! - t ? lo - 1 : lo;
+}
+
+/**
+ * One pane's reading at `t`: its nearest sample, unless the cursor is off the series' ends or in a gap
+ * several times its mean spacing (a link loss), where the line would only be interpolating.
+ */
+export function readingAt(times: ArrayLike<number>, values: ArrayLike<number>, t: number): number | undefined {
+  const i = nearest(times, t);
+  if (i < 0) return undefined;
+  const n = times.length;
+  const first = times[0]!;
+  const last = times[n - 1]!;
+  if (t < first || t > last) return n === 1 && t === first ? values[0] : undefined;
+  const spacing = n > 1 ? (last - first) / (n - 1) : 0;
+  return Math.abs(times[i]! - t) <= 2.5 * spacing ? values[i] : undefined;
+}
+
+interface ReadoutAt {
+  t: number;
+  /** The pointer within the panes (CSS pixels), where the readout is placed beside it. */
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * The time under the cursor (UTC, to the millisecond) and every plotted signal's value there in its
+ * display unit: one box beside the pointer for all panes, which share the cursor. It opens away from the
+ * nearer edges, so it stays inside the panes.
+ */
+function Readout(props: { at: ReadoutAt; panes: PaneData[] }): VNode<any> {
+  const { at } = props;
+  const style: Record<string, string> = {};
+  if (at.x > at.width / 2) style.right = `${at.width - at.x + 14}px`;
+  else style.left = `${at.x + 14}px`;
+  if (at.y > at.height / 2) style.bottom = `${at.height - at.y + 14}px`;
+  else style.top = `${at.y + 14}px`;
+  return h('div', { class: 'readout', 'data-testid': 'readout', style }, [
+    h('div', { class: 'readout-time' }, `${formatUtc(at.t)} UTC`),
+    h(
+      'table',
+      null,
+      h(
+        'tbody',
+        null,
+        props.panes.map((p, i) => {
+          const display = displayUnit(p.channel.unit);
+          const raw = readingAt(p.series.times, p.series.values, at.t);
+          return h('tr', { key: p.channel.hypertableColName, 'data-channel': p.channel.hypertableColName }, [
+            h('th', { scope: 'row' }, [h('span', { class: 'readout-swatch', style: { background: COLORS[i % COLORS.length] } }), p.channel.name.replace(/^mavlink\./, '')]),
+            h('td', null, raw === undefined ? 'no sample' : formatValue(raw * display.scale, display.decimals)),
+            h('td', null, raw === undefined ? '' : display.unit),
+          ]);
+        }),
+      ),
+    ),
   ]);
 }
 
@@ -458,8 +612,21 @@ function LimitSpans(props: { limits: LimitCrossing[]; now: number | undefined; a
 /** The marks as focusable points under the plots: hover or focus shows the event's message. */
 function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }): VNode<any> | null {
   const [hover, setHover] = useState<number | undefined>();
+  const tip = useRef<HTMLDivElement>(null);
   const { axis } = props;
   const visible = useMemo(() => (axis ? props.marks.map((m, i) => ({ m, i })).filter(({ m }) => m.t >= axis.min && m.t <= axis.max) : []), [props.marks, axis]);
+  const hovered = hover !== undefined ? props.marks[hover] : undefined;
+  const at = (t: number) => axis!.left + ((t - axis!.min) / (axis!.max - axis!.min)) * axis!.width;
+  // The tip is centred on its mark, then moved back inside the timeline's width: a mark near either end
+  // would otherwise put half the text over the channel list or off the page.
+  useLayoutEffect(() => {
+    const el = tip.current;
+    const box = el?.parentElement;
+    if (!el || !box) return;
+    const width = el.offsetWidth;
+    const centre = Number(el.dataset.x);
+    el.style.left = `${Math.max(0, Math.min(box.clientWidth - width, centre - width / 2))}px`;
+  }, [hovered, axis]);
   if (!axis || props.marks.length === 0) return null;
   return h('div', { class: 'timeline', 'aria-label': 'Events and commands on the time axis', role: 'group' }, [
     ...visible.map(({ m, i }) =>
@@ -469,7 +636,8 @@ function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }):
           type: 'button',
           class: `mark mark-${m.kind}`,
           'data-kind': m.kind,
-          style: { left: `${axis.left + ((m.t - axis.min) / (axis.max - axis.min)) * axis.width}px` },
+          'data-event': m.event,
+          style: { left: `${at(m.t)}px`, background: markColour(m) },
           'aria-label': `${formatUtc(m.t)} UTC ${m.label}`,
           onMouseEnter: () => setHover(i),
           onMouseLeave: () => setHover(undefined),
@@ -479,42 +647,31 @@ function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }):
         '',
       ),
     ),
-    hover !== undefined && props.marks[hover]
-      ? h(
-          'div',
-          { class: 'mark-tip', role: 'tooltip', style: { left: `${axis.left + ((props.marks[hover]!.t - axis.min) / (axis.max - axis.min)) * axis.width}px` } },
-          `${formatUtc(props.marks[hover]!.t)} UTC — ${props.marks[hover]!.label}`,
-        )
-      : null,
+    hovered ? h('div', { class: 'mark-tip', role: 'tooltip', ref: tip, 'data-x': at(hovered.t), style: { left: `${at(hovered.t)}px` } }, `${formatUtc(hovered.t)} UTC — ${hovered.label}`) : null,
     h(MarkLegend, { marks: visible.map(({ m }) => m) }),
   ]);
 }
 
-const MARK_NAME: Record<Exclude<TimelineMark['kind'], 'event'>, string> = {
-  dispatched: 'command dispatched',
-  delivered: 'command delivered',
-  acked: 'command acked',
-  nacked: 'command nacked',
-  timed_out: 'command timed out',
-};
-
 /**
  * What the coloured marks in the window are, without hovering each: an event by its kind (LINK_LOSS,
- * NOTE…), a command step by name, each with its count.
+ * NOTE…), a command step by name, each in its own colour with its count.
  */
 function MarkLegend(props: { marks: TimelineMark[] }): VNode<any> | null {
-  const entries = new Map<string, { kind: TimelineMark['kind']; name: string; count: number }>();
+  const entries = new Map<string, { mark: TimelineMark; name: string; count: number }>();
   for (const m of props.marks) {
-    const name = m.kind === 'event' ? m.label.split(':')[0]! : MARK_NAME[m.kind];
+    const name = markName(m);
     const key = `${m.kind} ${name}`;
     const entry = entries.get(key);
     if (entry) entry.count++;
-    else entries.set(key, { kind: m.kind, name, count: 1 });
+    else entries.set(key, { mark: m, name, count: 1 });
   }
   if (entries.size === 0) return null;
   return h('ul', { class: 'mark-legend', 'data-testid': 'mark-legend' }, [
     ...[...entries.values()].map((e) =>
-      h('li', { 'data-kind': e.kind }, [h('span', { class: `mark-swatch mark-${e.kind}`, 'aria-hidden': 'true' }), `${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`]),
+      h('li', { 'data-kind': e.mark.kind, 'data-event': e.mark.event }, [
+        h('span', { class: `mark-swatch mark-${e.mark.kind}`, 'aria-hidden': 'true', style: { background: markColour(e.mark) } }),
+        `${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`,
+      ]),
     ),
     h('li', { class: 'muted' }, 'hover or focus a mark for its time and message'),
   ]);
