@@ -32,6 +32,7 @@ export const OPERATIONS = {
     arm: 'armDataset',
     disarm: 'disarmDataset',
     arming: 'getArming',
+    span: 'getDatasetSpan',
   },
   channels: { list: 'listChannels', create: 'createChannel', update: 'updateChannel' },
   events: { list: 'listEvents', create: 'createEvents' },

@@ -71,6 +71,8 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
     },
     channels: (experimentId: string, datasetId: string) => client.channels.list({ experimentId, datasetId }),
     events: (experimentId: string, datasetId: string) => client.events.list({ experimentId, datasetId }),
+    /** The dataset's first and last sample as stored, over all its channels (RFC 3339 with µs; null when it holds none). */
+    span: (experimentId: string, datasetId: string) => client.datasets.span({ experimentId, datasetId }),
     commands: (experimentId: string, datasetId: string) => client.commands.list({ experimentId, datasetId }),
     templates: () => client.templates.list(),
     createCommand: (body: InputOf<'createCommand'>) => client.commands.create(body),

@@ -5,7 +5,7 @@ import type { ConsoleApi } from './api.ts';
 import { CommandsPanel } from './commands-panel.ts';
 import { FLIGHT_CHANNELS, FlightView } from './flight-view.ts';
 import { liveTimings, useFollow, type Follow } from './follow.ts';
-import { formatIso, formatUtc } from './format.ts';
+import { formatIso, formatUtc, timestampSeconds } from './format.ts';
 import { LimitBanner } from './limit-banner.ts';
 import { isLive, limitsOf, LIVE_WINDOW_SECONDS, mergeEvents, worsened } from './live.ts';
 import { marksOf } from './marks.ts';
@@ -166,17 +166,15 @@ function DatasetView(props: DatasetProps): VNode<any> {
     return () => clearInterval(timer);
   }, [flightMissing]);
 
-  // The dataset's time span, before anything is plotted: one channel's first and last samples (the
-  // downsampling keeps both), HEARTBEAT on a MAVLink flight since every vehicle sends it throughout.
+  // The dataset's time span, before anything is plotted: its first and last sample as stored, over every
+  // channel (GET /api/datasets/span). One channel's would not do: a MAVLink flight's HEARTBEAT starts after
+  // its first ATTITUDE and a PX4 stream's may cover a fraction of its plots. Read again as channels appear.
   useEffect(() => {
-    if (!channels || !canTelemetry) return;
-    const probe = channels.find((c) => c.hypertableColName === 'mavlink.HEARTBEAT.type') ?? channels.find(plottable);
-    if (!probe) return;
+    if (!channels) return;
     let current = true;
-    api.query({ experimentId, datasetId, channelIds: [queryChannelId(probe)], maxPointsPerChannel: 4 }).then(
-      ({ series }) => {
-        const times = series[0]?.times;
-        if (current && times && times.length > 0) setSpan({ from: times[0]!, to: times[times.length - 1]! });
+    api.span(experimentId, datasetId).then(
+      ({ first, last }) => {
+        if (current && first && last) setSpan({ from: timestampSeconds(first), to: timestampSeconds(last) });
       },
       () => undefined,
     );

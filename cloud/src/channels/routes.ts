@@ -1,11 +1,11 @@
-import { CreateChannelRequestSchema, ListChannelsQuerySchema, UpdateChannelRequestSchema } from '@sortie/contracts';
+import { CreateChannelRequestSchema, DatasetSpanQuerySchema, ListChannelsQuerySchema, UpdateChannelRequestSchema, type DatasetSpan } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, toChannel } from '../datasets/queries.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, notFound } from '../http/api-error.ts';
-import { materialiseChannels } from '../telemetry/read.ts';
+import { datasetSpan, materialiseChannels } from '../telemetry/read.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { lockDatasetForChannels, updateChannel } from './queries.ts';
@@ -20,6 +20,13 @@ export function channelsRoutes(ctx: AppContext) {
       // is never what a caller wants (a loose index scan: milliseconds for a whole flight).
       await materialiseChannels(ctx.db, dataset, ctx.clock.now());
       return c.json((await listChannelRows(ctx.db, dataset.id)).map(toChannel));
+    })
+    // What the dataset's channels hold, end to end: its first and last sample over all of them.
+    .get('/datasets/span', requireScope(ctx, 'datasets:read'), async (c) => {
+      const query = readQuery(c, DatasetSpanQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      const span = await datasetSpan(ctx.db, dataset);
+      return c.json({ datasetId: dataset.id, first: span?.first ?? null, last: span?.last ?? null } satisfies DatasetSpan);
     })
     .post('/datasets/channels/create', requireScope(ctx, 'datasets:write'), async (c) => {
       const body = await readJson(c, CreateChannelRequestSchema);

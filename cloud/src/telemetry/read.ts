@@ -4,8 +4,11 @@ import type { DatasetRow, EventRow } from '../db/schema.ts';
 import { materialiseNarrowChannels } from './narrow/channels.ts';
 import { alignNarrowEvents } from './narrow/events.ts';
 import { queryNarrow } from './narrow/query.ts';
+import { narrowSpan } from './narrow/span.ts';
 import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, type SeriesResult } from './series/series.ts';
 import { queryWide, resolveQueryColumns } from './wide/query.ts';
+import { wideSpan } from './wide/span.ts';
+import { epochMicrosToIso } from './wide/timestamps.ts';
 import { writableColumns } from './wide/wide-batch.ts';
 
 export type { SeriesResult } from './series/series.ts';
@@ -44,6 +47,16 @@ export async function readSeries(db: Executor, organizationId: string, request: 
  */
 export function eventsOnSeriesTime(db: Executor, dataset: DatasetRow, rows: EventRow[]): Promise<EventRow[]> {
   return dataset.storage_shape === 'narrow' ? alignNarrowEvents(db, dataset.id, rows) : Promise.resolve(rows);
+}
+
+/**
+ * A dataset's span: its first and last sample as stored, over every channel or signal it holds, on the axis
+ * Query answers on (aligned for a narrow dataset), RFC 3339 with microseconds; undefined when it holds none.
+ */
+export async function datasetSpan(db: Executor, dataset: DatasetRow): Promise<{ first: string; last: string } | undefined> {
+  const span = dataset.storage_shape === 'narrow' ? await narrowSpan(db, dataset.id) : dataset.table_name ? await wideSpan(db, dataset.table_name) : undefined;
+  const iso = (us: number) => epochMicrosToIso(BigInt(Math.round(us)));
+  return span && { first: iso(span.first), last: iso(span.last) };
 }
 
 /**

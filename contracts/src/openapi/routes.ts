@@ -20,6 +20,7 @@ import {
   ListCommandsQuerySchema,
   RetractCommandRequestSchema,
 } from '../http/commands.ts';
+import { DatasetSpanQuerySchema, DatasetSpanSchema } from '../http/dataset-span.ts';
 import { DatasetSchema, RegisterStreamRequestSchema, RegisterStreamResponseSchema } from '../http/datasets.ts';
 import { CreateEventsRequestSchema, CreateEventsResponseSchema, EventSchema, ListEventsQuerySchema } from '../http/events.ts';
 import { CreateExperimentRequestSchema, ExperimentSchema, ListExperimentsResponseSchema } from '../http/experiments.ts';
@@ -96,6 +97,7 @@ export const RESPONSE_SCHEMAS = {
   RegisterStreamResponse: RegisterStreamResponseSchema,
   Channel: ChannelSchema,
   ChannelList: z.array(ChannelSchema),
+  DatasetSpan: DatasetSpanSchema,
   AppendResponse: AppendResponseSchema,
   Event: EventSchema,
   EventList: z.array(EventSchema),
@@ -212,6 +214,21 @@ const ROUTE_TABLE = [
     auth: 'datasets:read',
     query: ListChannelsQuerySchema,
     success: [{ status: 200, schema: 'ChannelList', description: 'the channels' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/span',
+    operationId: 'getDatasetSpan',
+    tag: 'Experiments and datasets',
+    summary: "A dataset's first and last sample as stored (addition to the spec)",
+    description:
+      'Over every channel of the dataset, on the time axis Query answers on: a MAVLink dataset\'s every signal on aligned time, whatever ' +
+      'clock each message carries (a HEARTBEAT stamped on receipt, an ATTITUDE on the boot clock). RFC 3339 UTC with microseconds, ' +
+      'both null when the dataset holds no sample. What the console shows as a flight\'s span.',
+    auth: 'datasets:read',
+    query: DatasetSpanQuerySchema,
+    success: [{ status: 200, schema: 'DatasetSpan', description: 'the first and last sample' }],
     errors: ['not_found'],
   },
   {
