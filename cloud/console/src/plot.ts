@@ -4,7 +4,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/ho
 import uPlot from 'uplot';
 import type { ConsoleApi } from './api.ts';
 import { markColour, markName, type TimelineMark } from './marks.ts';
-import { displayUnit, formatUtc, formatValue, type DisplayUnit } from './format.ts';
+import { displayUnit, formatUtc, formatValue } from './format.ts';
+import { readingAt, valueTickStep } from './reading.ts';
 import { boundText, type LimitCrossing, type LiveSeries } from './live.ts';
 import { queryChannelId } from './signals.ts';
 
@@ -294,30 +295,19 @@ function shownValues(values: ArrayLike<number>, scale: number): number[] {
   return scale === 1 ? Array.from(values) : Array.from(values, (v) => v * scale);
 }
 
-// A pane's height in CSS pixels, and the least room between two value ticks (labels 12 px high).
+// A pane's height in CSS pixels, and the least room between two value ticks (their labels are 12 px high).
 const PANE_HEIGHT = 160;
 const AXIS_HEIGHT = 42;
-const MIN_TICK_GAP = 18;
+const MIN_TICK_GAP = 14;
 
 /**
- * The room uPlot is told to leave between value ticks: the spacing of the widest round step (1, 2, 2.5
- * or 5 × 10ⁿ) that still puts four ticks on the pane, no closer than MIN_TICK_GAP. uPlot takes the
- * finest step at least that far apart, so it takes this one; its default (30 px) left two or three.
+ * The room uPlot is told to leave between value ticks: the spacing of the step valueTickStep chooses
+ * (uPlot takes the finest round step at least that far apart, so it takes that one; its default, 30 px,
+ * left two or three ticks on a pane).
  */
 function valueTickSpace(_u: uPlot, _axis: number, min: number, max: number, dim: number): number {
-  const range = max - min;
-  if (!(range > 0) || !(dim > 0)) return 30;
-  const px = dim / range;
-  const top = Math.floor(Math.log10(range));
-  let chosen: number | undefined;
-  for (let exp = top - 2; exp <= top; exp++) {
-    for (const m of [1, 2, 2.5, 5]) {
-      const step = m * 10 ** exp;
-      const ticks = Math.floor(max / step + 1e-9) - Math.ceil(min / step - 1e-9) + 1;
-      if (step * px >= MIN_TICK_GAP && ticks >= 4) chosen = step;
-    }
-  }
-  return chosen === undefined ? MIN_TICK_GAP : chosen * px * (1 - 1e-6);
+  const step = valueTickStep(min, max, dim, MIN_TICK_GAP);
+  return step === undefined ? 30 : step * (dim / (max - min)) * (1 - 1e-6);
 }
 
 function Pane(props: PaneProps): VNode<any> {
@@ -504,34 +494,6 @@ function Pane(props: PaneProps): VNode<any> {
     ]),
     h('div', { class: 'pane-canvas', ref: host, role: 'img', 'aria-label': `Plot of ${channel.name}${unit}: ${shown} points shown of ${series.rawPoints} in the window` }),
   ]);
-}
-
-/** Index of the sample nearest `t` in ascending `times`, or -1 when there is none. */
-function nearest(times: ArrayLike<number>, t: number): number {
-  let lo = 0;
-  let hi = times.length - 1;
-  if (hi < 0) return -1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (times[mid]! < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo > 0 && t - times[lo - 1]! < times[lo]! - t ? lo - 1 : lo;
-}
-
-/**
- * One pane's reading at `t`: its nearest sample, unless the cursor is off the series' ends or in a gap
- * several times its mean spacing (a link loss), where the line would only be interpolating.
- */
-export function readingAt(times: ArrayLike<number>, values: ArrayLike<number>, t: number): number | undefined {
-  const i = nearest(times, t);
-  if (i < 0) return undefined;
-  const n = times.length;
-  const first = times[0]!;
-  const last = times[n - 1]!;
-  if (t < first || t > last) return n === 1 && t === first ? values[0] : undefined;
-  const spacing = n > 1 ? (last - first) / (n - 1) : 0;
-  return Math.abs(times[i]! - t) <= 2.5 * spacing ? values[i] : undefined;
 }
 
 interface ReadoutAt {
