@@ -2,15 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { fileNameOf } from './commands/export.ts';
 import { csvField, json, table } from './output.ts';
 import { formatDuration, progressLine } from './progress.ts';
-import { formatTime, parseTime } from './time.ts';
+import { formatTime, parseTime, timeMicros } from './time.ts';
 
 describe('time', () => {
-  it('parses RFC 3339 to the nanosecond, any offset, and formats back in UTC with microseconds', () => {
+  it('parses RFC 3339 to the nanosecond, any offset, and prints an answer\'s time in UTC with six digits', () => {
     expect(parseTime('2018-08-08T14:05:45.465009Z', 'start')).toEqual({ seconds: 1533737145n, nanos: 465_009_000 });
     expect(parseTime('2018-08-08T16:05:45.000000001+02:00', 'start')).toEqual({ seconds: 1533737145n, nanos: 1 });
     expect(parseTime('1969-12-31T23:59:59.5Z', 'start')).toEqual({ seconds: -1n, nanos: 500_000_000 });
-    expect(formatTime({ seconds: 1533737145n, nanos: 465_009_999 })).toBe('2018-08-08T14:05:45.465009Z');
-    expect(formatTime({ seconds: -1n, nanos: 500_000_000 })).toBe('1969-12-31T23:59:59.500000Z');
+    expect(formatTime('2018-08-08T14:05:45.465009999Z')).toBe('2018-08-08T14:05:45.465009Z');
+    expect(formatTime('1969-12-31T23:59:59.500Z')).toBe('1969-12-31T23:59:59.500000Z');
+    expect(formatTime('2026-11-22T10:00:00Z')).toBe('2026-11-22T10:00:00.000000Z');
+    expect(formatTime('')).toBe('');
+    expect(timeMicros('2018-08-08T14:05:45.465009Z')).toBe(1_533_737_145_465_009);
+    expect(timeMicros('1969-12-31T23:59:59.5Z')).toBe(-500_000);
+    expect(timeMicros(null)).toBeNaN();
   });
 
   it('refuses what is not RFC 3339, naming the flag', () => {
@@ -36,7 +41,7 @@ describe('output', () => {
     ]);
   });
 
-  it('JSON with 64-bit counters as decimal strings', () => {
+  it('JSON with a bigint, should one come, as a decimal string', () => {
     expect(json({ rawPoints: 18446744073709551615n })).toBe('{\n  "rawPoints": "18446744073709551615"\n}\n');
   });
 });

@@ -28,7 +28,10 @@ function cellText(cell: Cell): string {
   return String(cell).replaceAll('\n', ' ');
 }
 
-/** JSON for scripts: one document, bigints as decimal strings (protobuf's 64-bit counters). */
+/**
+ * JSON for scripts: one document. The client's answers are plain data already (counters as numbers);
+ * a bigint, should one come, is written as a decimal string rather than throwing.
+ */
 export function json(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n';
 }

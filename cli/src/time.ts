@@ -19,9 +19,21 @@ export function parseTime(text: string, flag: string): TimestampParts {
   return { seconds: BigInt(ms / 1000), nanos: Number((match[2] ?? '').padEnd(9, '0')) };
 }
 
-/** A Timestamp as RFC 3339 UTC with microseconds, the form the export's CSV uses. */
-export function formatTime(ts: { seconds: bigint; nanos: number } | undefined): string {
-  if (!ts) return '';
-  const whole = new Date(Number(ts.seconds) * 1000).toISOString().slice(0, 19);
-  return `${whole}.${String(Math.floor(ts.nanos / 1000)).padStart(6, '0')}Z`;
+const CANONICAL = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/**
+ * A time of a telemetry answer (RFC 3339 UTC with 0 to 9 fractional digits, as @sortie/client gives it)
+ * with exactly six, the form the export's CSV uses, so columns line up and sort as text.
+ */
+export function formatTime(text: string | null | undefined): string {
+  if (!text) return '';
+  const match = CANONICAL.exec(text);
+  return match ? `${match[1]}.${(match[2] ?? '').padEnd(6, '0').slice(0, 6)}Z` : text;
+}
+
+/** Microseconds since 1970 of a telemetry answer's time; NaN when it is none. */
+export function timeMicros(text: string | null | undefined): number {
+  const match = text ? CANONICAL.exec(text) : null;
+  if (!match) return Number.NaN;
+  return Date.parse(`${match[1]}Z`) * 1000 + Number((match[2] ?? '').padEnd(6, '0').slice(0, 6));
 }

@@ -4,8 +4,10 @@
  * HTTP methods come from the contracts' route table (`ApiRouteTable`): each takes its route's body or
  * query as the zod schema's input type, validates it with that schema before sending (a bad input is a
  * `SortieApiError` with status 0 and the service's `details[].field` paths), and answers the success
- * body parsed by the route's response schema. Telemetry Query and Submit go over the Connect protocol
- * (fetch) to `/api/rpc` on the same port. StreamSubmit needs HTTP/2 and lives in `@sortie/client/node`.
+ * body parsed by the route's response schema. Telemetry Query, Submit and Follow go over the Connect
+ * protocol (fetch) to `/api/rpc` on the same port; their answers are plain JSON-serialisable data (times
+ * as RFC 3339 text, counters as numbers: answers.ts). StreamSubmit needs HTTP/2 and lives in
+ * `@sortie/client/node`.
  */
 import { createHttpTransport, type CallOptions, type CallResult, type ResponseInfo } from './http.ts';
 import { OPERATIONS, STREAMED_OPERATIONS, type InputOf, type OperationId, type OutputOf } from './routes.ts';
@@ -18,6 +20,8 @@ export { newRequestId, queryString } from './http.ts';
 export { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
 export type { InputOf, OperationId, OutputOf } from './routes.ts';
 export { authInterceptor, createTelemetryClient, rpcError } from './telemetry.ts';
+export { timestampOf, timestampText } from './answers.ts';
+export type { FollowAnswer, FollowEventAnswer, PointAnswer, QueryAnswer, SeriesAnswer, StreamSubmitAnswer, SubmitAnswer, TimeInput } from './answers.ts';
 export type { FollowRequestInit, QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
 
 export interface SortieClientOptions {

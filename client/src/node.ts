@@ -6,7 +6,8 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { StreamSubmitRequestSchema, TelemetryService } from '@sortie/contracts';
-import type { PointBatchSchema, StreamSessionHeaderSchema, StreamSubmitResponse } from '@sortie/contracts';
+import type { PointBatchSchema, StreamSessionHeaderSchema } from '@sortie/contracts';
+import { streamSubmitAnswer, type StreamSubmitAnswer } from './answers.ts';
 import { newRequestId, REQUEST_ID_HEADER } from './http.ts';
 import { authInterceptor, rpcError, type RpcOptions } from './telemetry.ts';
 
@@ -19,9 +20,9 @@ export interface StreamSubmitClient {
   /**
    * One StreamSubmit session: the header, then every batch `batches` yields, then half-close; answers
    * the stream's counters. Batches are pulled as the stream drains, so a long source is never buffered
-   * whole. Failures are `SortieApiError`s with the service's code.
+   * whole. Failures are `SortieApiError`s with the service's code. The answer is plain data: counters as numbers.
    */
-  streamSubmit(header: StreamSessionHeaderInit, batches: Iterable<PointBatchInit> | AsyncIterable<PointBatchInit>, options?: RpcOptions): Promise<StreamSubmitResponse>;
+  streamSubmit(header: StreamSessionHeaderInit, batches: Iterable<PointBatchInit> | AsyncIterable<PointBatchInit>, options?: RpcOptions): Promise<StreamSubmitAnswer>;
 }
 
 /** A gRPC (HTTP/2) client of the telemetry port, e.g. `http://localhost:50051`. */
@@ -38,7 +39,7 @@ export function createStreamSubmitClient(options: { grpcUrl: string; apiKey?: st
       try {
         const answer = await client.streamSubmit(messages(), { headers: { [REQUEST_ID_HEADER]: requestId }, signal: rpc.signal, timeoutMs: rpc.timeoutMs });
         rpc.onResponse?.({ operationId: 'TelemetryService.StreamSubmit', status: 200, requestId });
-        return answer;
+        return streamSubmitAnswer(answer);
       } catch (error) {
         throw rpcError(error, requestId);
       }

@@ -3,14 +3,16 @@ import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import type { Interceptor, Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-web';
 import { API_KEY_HEADER, ERROR_STATUS, TelemetryService } from '@sortie/contracts';
-import type { ErrorCode, FollowRequestSchema, FollowUpdate, QueryRequestSchema, QueryResponse, SubmitRequestSchema, SubmitResponse } from '@sortie/contracts';
+import type { ErrorCode, FollowRequestSchema, SubmitRequestSchema } from '@sortie/contracts';
+import { followAnswer, queryAnswer, queryRequest, submitAnswer, type FollowAnswer, type QueryAnswer, type QueryInput, type SubmitAnswer } from './answers.ts';
 import { SortieApiError } from './errors.ts';
 import { newRequestId, REQUEST_ID_HEADER, type ResponseInfo } from './http.ts';
 
 /** The trailer (or header) in which the service sends its error code beside the gRPC status. */
 export const ERROR_CODE_TRAILER = 'x-sortie-error-code';
 
-export type QueryRequestInit = MessageInitShape<typeof QueryRequestSchema>;
+/** Query's request: `from` and `to` as RFC 3339 text, a Date or a Timestamp. */
+export type QueryRequestInit = QueryInput;
 export type SubmitRequestInit = MessageInitShape<typeof SubmitRequestSchema>;
 export type FollowRequestInit = MessageInitShape<typeof FollowRequestSchema>;
 
@@ -68,17 +70,24 @@ export function authInterceptor(apiKey: string | undefined): Interceptor {
   };
 }
 
+/** Answers are plain JSON-serialisable data (answers.ts): times as RFC 3339 text, counters as numbers. */
 export interface TelemetryClient {
   /** Downsampled read-back of channels over a time range (scope telemetry:read). */
-  query(request: QueryRequestInit, options?: RpcOptions): Promise<QueryResponse>;
+  query(request: QueryRequestInit, options?: RpcOptions): Promise<QueryAnswer>;
   /** One batch of points into one dataset (scope telemetry:write). */
-  submit(request: SubmitRequestInit, options?: RpcOptions): Promise<SubmitResponse>;
+  submit(request: SubmitRequestInit, options?: RpcOptions): Promise<SubmitAnswer>;
   /**
    * Follow a dataset live (scope telemetry:read): the window's series first (`reset`), then what each
    * committed batch adds, events and command changes, until `signal` aborts (the iteration then ends
    * quietly) or the stream fails (thrown as SortieApiError, like the other calls). No timeout applies.
    */
-  follow(request: FollowRequestInit, options?: Omit<RpcOptions, 'timeoutMs'>): AsyncIterable<FollowUpdate>;
+  follow(request: FollowRequestInit, options?: Omit<RpcOptions, 'timeoutMs'>): AsyncIterable<FollowAnswer>;
+}
+
+/** A time the caller wrote that is no RFC 3339 time: refused before sending, as a bad HTTP input is. */
+function refusedInput(error: unknown): never {
+  if (error instanceof RangeError) throw new SortieApiError({ status: 0, code: 'invalid_request', message: error.message, details: [{ field: 'from/to', message: error.message }] });
+  throw error;
 }
 
 /**
@@ -110,10 +119,17 @@ export function createTelemetryClient(options: { baseUrl: string; apiKey?: strin
     }
   };
   return {
-    query: (request, rpc) =>
-      run((headers, signal, timeoutMs) => client.query(request, { headers, signal, timeoutMs }), 'TelemetryService.Query', rpc),
-    submit: (request, rpc) =>
-      run((headers, signal, timeoutMs) => client.submit(request, { headers, signal, timeoutMs }), 'TelemetryService.Submit', rpc),
+    query: async (request, rpc) => {
+      let init;
+      try {
+        init = queryRequest(request);
+      } catch (error) {
+        refusedInput(error);
+      }
+      return queryAnswer(await run((headers, signal, timeoutMs) => client.query(init, { headers, signal, timeoutMs }), 'TelemetryService.Query', rpc));
+    },
+    submit: async (request, rpc) =>
+      submitAnswer(await run((headers, signal, timeoutMs) => client.submit(request, { headers, signal, timeoutMs }), 'TelemetryService.Submit', rpc)),
     follow: (request, rpc = {}) => ({
       async *[Symbol.asyncIterator]() {
         const requestId = rpc.requestId ?? newRequestId();
@@ -123,7 +139,7 @@ export function createTelemetryClient(options: { baseUrl: string; apiKey?: strin
           for await (const update of client.follow(request, { headers, signal: rpc.signal })) {
             if (!answered) rpc.onResponse?.({ operationId: 'TelemetryService.Follow', status: 200, requestId });
             answered = true;
-            yield update;
+            yield followAnswer(update);
           }
         } catch (error) {
           // The caller's own abort (or AbortSignal.timeout) ends the iteration: that is how a follower stops.

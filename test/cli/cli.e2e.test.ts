@@ -144,7 +144,7 @@ describe('query', () => {
     expect(lines[0]).toBe('channel,time,value');
     expect(lines.slice(1)).toEqual(Array.from({ length: 10 }, (_, i) => `altitude,2026-01-01T00:00:01.${String(i * 100).padStart(3, '0')}000Z,${10 + i}`));
     const asJson = JSON.parse((await sortie(['query', datasetId, ...window, '--json'])).stdout);
-    expect(asJson).toMatchObject({ totalRawPoints: '10', series: [{ channel: 'altitude', address: 'ch_0', rawPoints: '10' }] });
+    expect(asJson).toMatchObject({ totalRawPoints: 10, series: [{ channel: 'altitude', address: 'ch_0', rawPoints: 10 }] });
     const table = await sortie(['query', datasetId, ...window]);
     expect(table.stdout.split('\n')[1]).toMatch(/^altitude\s+2026-01-01T00:00:01.000000Z\s+10$/);
     expect(table.stderr).toBe('10 points shown of 10 raw points in the window\n');
@@ -152,7 +152,7 @@ describe('query', () => {
 
   it('without --channel, every numeric channel (the text channel is left out)', async () => {
     const all = JSON.parse((await sortie(['query', datasetId, '--json'])).stdout);
-    expect(all.series.map((s: { channel: string; rawPoints: string }) => [s.channel, s.rawPoints])).toEqual([['altitude', '50']]);
+    expect(all.series.map((s: { channel: string; rawPoints: number }) => [s.channel, s.rawPoints])).toEqual([['altitude', 50]]);
   });
 
   it('a channel the dataset lacks, or a time that is not RFC 3339, is a usage error (2)', async () => {
@@ -356,7 +356,7 @@ describe('follow', () => {
     expect(values[0]).toBe('49');
     expect(values.at(-1)).toBe('80');
     expect(values).toContain('70');
-    expect(lines.some((l) => /2026-01-01T00:00:06.100Z\s+LIMIT\s+LIMIT CRITICAL CROSSED: .*above 100.*, worst 130/.test(l))).toBe(true);
+    expect(lines.some((l) => /2026-01-01T00:00:06.100000Z\s+LIMIT\s+LIMIT CRITICAL CROSSED: .*above 100.*, worst 130/.test(l))).toBe(true);
     expect(lines.some((l) => /LIMIT CRITICAL ended/.test(l))).toBe(true);
   });
 
@@ -364,6 +364,6 @@ describe('follow', () => {
     const out = await sortie(['follow', datasetId, '--channel', 'altitude', '--for', '1', '--json']);
     expect(out.code).toBe(0);
     const first = JSON.parse(out.stdout.trim().split('\n')[0]!);
-    expect(first).toMatchObject({ reset: true, latest: { altitude: { value: 80 } } });
+    expect(first).toMatchObject({ reset: true, latest: { altitude: { value: 80, time: '2026-01-01T00:00:06.200Z', rawPoints: expect.any(Number) } }, dropped: 0 });
   });
 });

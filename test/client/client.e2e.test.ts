@@ -139,10 +139,10 @@ describe('telemetry', () => {
       datasetId,
       points: [0, 1, 2].map((i) => ({ timestamp: ts(`2026-01-01T00:00:0${i}Z`), channelId: '0', type: { case: 'double' as const, value: 100 + i } })),
     });
-    expect([submitted.accepted, submitted.written, submitted.ignored]).toEqual([3n, 3n, 0n]);
+    expect(submitted).toEqual({ accepted: 3, written: 3, ignored: 0, ignoredChannelIds: [] });
     const answer = await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'] });
     expect(answer.series[0]!.points.map((p) => p.value)).toEqual([100, 101, 102]);
-    expect(answer.totalRawPoints).toBe(3n);
+    expect(answer.totalRawPoints).toBe(3);
 
     const error = (await client.telemetry.query({ experimentId, datasetId: '00000000-0000-4000-8000-000000000000', channelIds: ['0'] }, { requestId: 'rpc-404' }).catch((e: unknown) => e)) as SortieApiError;
     expect(error).toBeInstanceOf(SortieApiError);
@@ -161,12 +161,53 @@ describe('telemetry', () => {
       }
     }
     const answer = await stream.streamSubmit({ experimentId, datasetId }, batches());
-    expect([answer.accepted, answer.written, answer.messages]).toEqual([1000n, 1000n, 6n]);
+    expect(answer).toEqual({ accepted: 1000, written: 1000, ignored: 0, ignoredChannelIds: [], messages: 6, duplicates: 0 });
+    expect(JSON.parse(JSON.stringify(answer))).toEqual(answer);
     const read = await client.telemetry.query({ experimentId, datasetId, channelIds: ['1'], maxPointsPerChannel: 5000 });
-    expect(read.totalRawPoints).toBe(1000n);
+    expect(read.totalRawPoints).toBe(1000);
     const denied = await org.keyWith(['telemetry:read']);
     const refused = createStreamSubmitClient({ grpcUrl: t.service.grpcUrl, apiKey: denied.apiKey });
     await expect(refused.streamSubmit({ experimentId, datasetId }, [])).rejects.toMatchObject({ code: 'insufficient_scope', status: 403 });
+  });
+});
+
+describe('telemetry answers are plain data', () => {
+  it('JSON.stringify round-trips Query, Submit and Follow answers: times as RFC 3339 to the microsecond, counters as numbers', async () => {
+    const client = createSortieClient({ baseUrl: t.url, apiKey: org.key });
+    const { experimentId, datasetId } = await wideDataset(client, 'client e2e: plain');
+    await client.datasets.append({
+      experimentId,
+      datasetId,
+      rows: [
+        { timestamp: '2026-01-01T00:00:00Z', values: { altitude: 1 } },
+        { timestamp: '2026-01-01T00:00:00.25Z', values: { altitude: 2 } },
+        { timestamp: '2026-01-01T00:00:00.250001Z', values: { altitude: 3 } },
+      ],
+    });
+    const answer = await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'] });
+    expect(JSON.parse(JSON.stringify(answer))).toEqual(answer);
+    // The form protobuf's JSON (and curl over Connect) writes: 0, 3, 6 or 9 fractional digits, microseconds kept.
+    expect(answer).toEqual({
+      series: [{ channelId: '0', rawPoints: 3, points: [
+        { timestamp: '2026-01-01T00:00:00Z', value: 1 },
+        { timestamp: '2026-01-01T00:00:00.250Z', value: 2 },
+        { timestamp: '2026-01-01T00:00:00.250001Z', value: 3 },
+      ] }],
+      totalRawPoints: 3,
+    });
+    // An answer's time goes back in as it came: `from` and `to` take RFC 3339 text (or a Date).
+    const later = await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'], from: answer.series[0]!.points[1]!.timestamp, to: new Date('2026-01-01T00:00:01Z') });
+    expect(later.series[0]!.points.map((p) => p.value)).toEqual([2, 3]);
+    const bad = (await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'], from: 'yesterday' }).catch((e: unknown) => e)) as SortieApiError;
+    expect([bad.status, bad.code]).toEqual([0, 'invalid_request']);
+
+    const abort = new AbortController();
+    for await (const update of client.telemetry.follow({ datasetId, channelIds: ['0'], windowMs: 60_000 }, { signal: abort.signal })) {
+      expect(JSON.parse(JSON.stringify(update))).toEqual(update);
+      expect(update).toMatchObject({ reset: true, head: '2026-01-01T00:00:00.250001Z', dropped: 0, events: [], commands: [] });
+      expect(update.series[0]!.rawPoints).toBe(3);
+      abort.abort();
+    }
   });
 });
 
@@ -189,9 +230,14 @@ describe('the same client under Deno', () => {
       runtime: 'deno',
       registered: true,
       appended: { rowsWritten: 2, valuesWritten: 2, ignoredKeys: [] },
-      submitted: { accepted: 1, written: 1 },
-      streamed: { accepted: 1, written: 1, messages: 2 },
-      queried: [1.5, 2.5, 3.5, 4.5],
+      submitted: { accepted: 1, written: 1, ignored: 0, ignoredChannelIds: [] },
+      streamed: { accepted: 1, written: 1, ignored: 0, ignoredChannelIds: [], messages: 2, duplicates: 0 },
+      queried: [
+        { timestamp: '2026-01-01T00:00:00Z', value: 1.5 },
+        { timestamp: '2026-01-01T00:00:01Z', value: 2.5 },
+        { timestamp: '2026-01-01T00:00:02Z', value: 3.5 },
+        { timestamp: '2026-01-01T00:00:03Z', value: 4.5 },
+      ],
       notFound: { status: 404, code: 'not_found' },
       invalidLocally: { status: 0, fields: ['name'] },
     });

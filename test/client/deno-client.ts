@@ -39,9 +39,10 @@ console.log(
     runtime: 'Deno' in globalThis ? 'deno' : 'node',
     registered: dataset.created,
     appended,
-    submitted: { accepted: Number(submitted.accepted), written: Number(submitted.written) },
-    streamed: { accepted: Number(streamed.accepted), written: Number(streamed.written), messages: Number(streamed.messages) },
-    queried: queried.series[0]!.points.map((p) => p.value),
+    // Plain data: printed as the client answered it, with nothing converted here.
+    submitted,
+    streamed,
+    queried: queried.series[0]!.points,
     notFound: notFound instanceof SortieApiError ? { status: notFound.status, code: notFound.code } : 'no error',
     invalidLocally: invalid instanceof SortieApiError ? { status: invalid.status, fields: invalid.details.map((d) => d.field) } : 'no error',
   }),

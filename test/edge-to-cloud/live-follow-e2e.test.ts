@@ -5,11 +5,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { timestampMs } from '@bufbuild/protobuf/wkt';
-import { createSortieClient } from '@sortie/client';
+import { createSortieClient, type FollowAnswer } from '@sortie/client';
 import { SortieService, createLogger, createOrganization, issueApiKey, loadConfig } from '@sortie/cloud';
 import { createTestDatabase, dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace, type TestDatabase } from '@sortie/cloud/testing';
-import { SCOPES, type FollowUpdate } from '@sortie/contracts';
+import { SCOPES } from '@sortie/contracts';
 import { FIXTURES, fixturePath, startAgentProcess } from '@sortie/edge-agent/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -87,7 +86,7 @@ describe('following on one replica a flight streamed into another', () => {
     );
     const dataset = await datasetOnB('live-sys1');
     const abort = new AbortController();
-    const updates: Array<{ at: number; update: FollowUpdate }> = [];
+    const updates: Array<{ at: number; update: FollowAnswer }> = [];
     const client = createSortieClient({ baseUrl: b.httpUrl, apiKey: key });
     const following = (async () => {
       for await (const update of client.telemetry.follow({ experimentId, datasetId: dataset.id, channelIds: [SIGNAL], windowMs: 60_000, maxPointsPerWindow: 100_000 / 10 }, { signal: abort.signal })) {
@@ -103,7 +102,7 @@ describe('following on one replica a flight streamed into another', () => {
     const query = await client.telemetry.query({ experimentId, datasetId: dataset.id, channelIds: [SIGNAL], maxPointsPerChannel: 100_000 });
     const last = query.series[0]!.points.at(-1)!;
     const end = Date.now() + 10_000;
-    while (!updates.some((u) => u.update.head && timestampMs(u.update.head) === timestampMs(last.timestamp!)) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    while (!updates.some((u) => u.update.head === last.timestamp) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     abort.abort();
     await following;
 
@@ -114,8 +113,8 @@ describe('following on one replica a flight streamed into another', () => {
     expect(updates.every((u, i) => i === 0 || !u.update.reset)).toBe(true);
     // Every raw sample after the opening window reached the follower, and nothing twice.
     const opening = updates[0]!.update.series[0]!;
-    const got = Number(opening.rawPoints) + increments.reduce((n, u) => n + Number(u.update.series[0]!.rawPoints), 0);
-    expect(got).toBe(Number(query.series[0]!.rawPoints));
-    expect(timestampMs(updates.at(-1)!.update.head!)).toBe(timestampMs(last.timestamp!));
+    const got = opening.rawPoints + increments.reduce((n, u) => n + u.update.series[0]!.rawPoints, 0);
+    expect(got).toBe(query.series[0]!.rawPoints);
+    expect(updates.at(-1)!.update.head).toBe(last.timestamp);
   }, 120_000);
 });

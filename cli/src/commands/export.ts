@@ -7,7 +7,7 @@ import { CliError } from '../exit-codes.ts';
 import { json } from '../output.ts';
 import { ProgressBar, type ProgressSpan } from '../progress.ts';
 import { formatBytes } from '../progress.ts';
-import { parseTime } from '../time.ts';
+import { parseTime, timeMicros } from '../time.ts';
 
 /** The file name the server proposes (Content-Disposition), reduced to a plain name in this folder. */
 export function fileNameOf(disposition: string | null, fallback: string): string {
@@ -22,7 +22,6 @@ export function fileNameOf(disposition: string | null, fallback: string): string
  * Unknown (no ETA) when there is nothing to ask.
  */
 async function spanOf(ctx: Context, experimentId: string, datasetId: string, start?: string, end?: string): Promise<ProgressSpan | undefined> {
-  const us = (t: { seconds: bigint; nanos: number }) => Number(t.seconds) * 1e6 + Math.floor(t.nanos / 1000);
   try {
     const channels = await ctx.client.channels.list({ datasetId, experimentId });
     // Query reads numbers only; text and byte channels would be refused.
@@ -37,9 +36,9 @@ async function spanOf(ctx: Context, experimentId: string, datasetId: string, sta
       ...(end !== undefined && { to: parseTime(end, 'end') }),
     });
     const points = answer.series[0]?.points ?? [];
-    const first = points[0]?.timestamp;
-    const last = points.at(-1)?.timestamp;
-    return first && last ? { startUs: us(first), endUs: us(last) } : undefined;
+    const startUs = timeMicros(points[0]?.timestamp);
+    const endUs = timeMicros(points.at(-1)?.timestamp);
+    return Number.isFinite(startUs) && Number.isFinite(endUs) ? { startUs, endUs } : undefined;
   } catch {
     return undefined;
   }

@@ -1,18 +1,19 @@
-import { timestampMs } from '@bufbuild/protobuf/wkt';
-import type { FollowEvent, FollowUpdate } from '@sortie/contracts';
+import type { FollowAnswer, FollowEventAnswer } from '@sortie/client';
 import type { CommandSpec } from '../context.ts';
 import { integerValue, listValue, locateDataset, queryAddress } from '../context.ts';
 import { CliError } from '../exit-codes.ts';
+import { formatTime } from '../time.ts';
 
 /** Query reads numbers (bools as 0/1); text and byte channels cannot be followed. */
 const NOT_PLOTTABLE = new Set(['string', 'bytes', 'bit_field']);
 /** Without --channel, a dataset with at most this many numeric channels is followed whole. */
 const DEFAULT_CHANNELS = 16;
 
-const iso = (ms: number) => new Date(ms).toISOString();
+/** The TIME column: RFC 3339 UTC to the microsecond, as `sortie query` prints it. */
+const TIME_WIDTH = 27;
 
 /** A LIMIT event as a line a test conductor reads at a glance. */
-function limitLine(event: FollowEvent): string {
+function limitLine(event: FollowEventAnswer): string {
   const d = (event.data ?? {}) as Record<string, unknown>;
   const state = d['active'] === false ? `ended ${typeof d['end'] === 'string' ? d['end'] : ''}`.trim() : 'CROSSED';
   const worst = typeof d['worstValue'] === 'number' ? `, worst ${d['worstValue']}` : '';
@@ -61,12 +62,12 @@ export const FOLLOW: CommandSpec = {
     const timer = forS === undefined ? undefined : setTimeout(() => stop.abort(), forS * 1000);
     const latest = new Map<string, number>();
     let header = false;
-    const line = (ms: number | undefined, what: string, text: string | number) => {
+    const line = (time: string, what: string, text: string | number) => {
       if (!header && !ctx.json) {
-        ctx.out(`${'TIME'.padEnd(24)}  ${'WHAT'.padEnd(24)}  VALUE\n`);
+        ctx.out(`${'TIME'.padEnd(TIME_WIDTH)}  ${'WHAT'.padEnd(24)}  VALUE\n`);
         header = true;
       }
-      ctx.out(`${ms === undefined ? '-'.padEnd(24) : iso(ms)}  ${what.padEnd(24)}  ${text}\n`);
+      ctx.out(`${(formatTime(time) || '-').padEnd(TIME_WIDTH)}  ${what.padEnd(24)}  ${text}\n`);
     };
     try {
       const stream = ctx.client.telemetry.follow(
@@ -83,24 +84,23 @@ export const FOLLOW: CommandSpec = {
       process.off('SIGINT', onSignal);
     }
 
-    function printUpdate(update: FollowUpdate): void {
+    function printUpdate(update: FollowAnswer): void {
       update.series.forEach((series, i) => {
         const last = series.points.at(-1);
         if (!last) return;
         const name = chosen[i]!.name;
         if (latest.get(name) === last.value && !update.reset) return;
         latest.set(name, last.value);
-        line(timestampMs(last.timestamp!), name, last.value);
+        line(last.timestamp, name, last.value);
       });
       for (const event of update.events) {
         // Opening the stream: crossings still active, not the flight's whole history.
-        if (update.reset && !(event.kind === 'LIMIT' && (event.data as Record<string, unknown> | undefined)?.['active'] === true)) continue;
-        const at = event.time ? timestampMs(event.time) : undefined;
-        line(at, event.kind, event.kind === 'LIMIT' ? limitLine(event) : event.message || '-');
+        if (update.reset && !(event.kind === 'LIMIT' && event.data['active'] === true)) continue;
+        line(event.time, event.kind, event.kind === 'LIMIT' ? limitLine(event) : event.message || '-');
       }
       if (!update.reset) {
         for (const command of update.commands as Array<Record<string, unknown>>) {
-          line(Date.now(), 'COMMAND', `${String(command['commandText'])}: ${String(command['status'])}${command['statusDetail'] ? ` (${String(command['statusDetail'])})` : ''}`);
+          line(new Date().toISOString(), 'COMMAND', `${String(command['commandText'])}: ${String(command['status'])}${command['statusDetail'] ? ` (${String(command['statusDetail'])})` : ''}`);
         }
       }
     }
@@ -108,18 +108,18 @@ export const FOLLOW: CommandSpec = {
 };
 
 /** One update for scripts: the newest sample per channel, events and commands as the stream sent them. */
-function updateJson(update: FollowUpdate, names: string[]) {
+function updateJson(update: FollowAnswer, names: string[]) {
   return {
     reset: update.reset,
-    head: update.head ? iso(timestampMs(update.head)) : null,
+    head: update.head,
     latest: Object.fromEntries(
       update.series.flatMap((s, i) => {
         const last = s.points.at(-1);
-        return last ? [[names[i]!, { time: iso(timestampMs(last.timestamp!)), value: last.value, samples: s.points.length, rawPoints: Number(s.rawPoints) }]] : [];
+        return last ? [[names[i]!, { time: last.timestamp, value: last.value, samples: s.points.length, rawPoints: s.rawPoints }]] : [];
       }),
     ),
-    events: update.events.map((e) => ({ id: e.id, time: e.time ? iso(timestampMs(e.time)) : null, kind: e.kind, message: e.message, data: e.data ?? {} })),
+    events: update.events.map((e) => ({ id: e.id, time: e.time || null, kind: e.kind, message: e.message, data: e.data })),
     commands: update.commands,
-    dropped: Number(update.dropped),
+    dropped: update.dropped,
   };
 }

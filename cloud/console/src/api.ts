@@ -4,6 +4,7 @@
 // The pages never build a URL or a header themselves, so the key has one way out: the x-api-key header.
 import { createSortieClient, SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
 import { API_KEY_HEADER, ConsoleSessionSchema, ErrorEnvelopeSchema, type ConsoleSession } from '@sortie/contracts';
+import { answerSeconds } from './live.ts';
 
 export { SortieApiError };
 
@@ -29,12 +30,6 @@ function wholeMs(seconds: number): number {
 
 function rfc3339(seconds: number): string {
   return new Date(wholeMs(seconds)).toISOString();
-}
-
-function protoTimestamp(seconds: number): { seconds: bigint; nanos: number } {
-  const ms = wholeMs(seconds);
-  const whole = Math.floor(ms / 1000);
-  return { seconds: BigInt(whole), nanos: (ms - whole * 1000) * 1_000_000 };
 }
 
 export type ConsoleApi = ReturnType<typeof createConsoleApi>;
@@ -99,20 +94,20 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
         datasetId: input.datasetId,
         channelIds: input.channelIds,
         maxPointsPerChannel: Math.max(1, Math.floor(input.maxPointsPerChannel)),
-        ...(input.window?.from !== undefined && { from: protoTimestamp(input.window.from) }),
-        ...(input.window?.to !== undefined && { to: protoTimestamp(input.window.to) }),
+        ...(input.window?.from !== undefined && { from: rfc3339(input.window.from) }),
+        ...(input.window?.to !== undefined && { to: rfc3339(input.window.to) }),
       });
       const series: QuerySeries[] = answer.series.map((s) => {
         const times = new Float64Array(s.points.length);
         const values = new Float64Array(s.points.length);
         for (let i = 0; i < s.points.length; i++) {
           const p = s.points[i]!;
-          times[i] = Number(p.timestamp?.seconds ?? 0n) + (p.timestamp?.nanos ?? 0) / 1e9;
+          times[i] = answerSeconds(p.timestamp);
           values[i] = p.value;
         }
-        return { channelId: s.channelId, times, values, rawPoints: Number(s.rawPoints) };
+        return { channelId: s.channelId, times, values, rawPoints: s.rawPoints };
       });
-      return { series, totalRawPoints: Number(answer.totalRawPoints) };
+      return { series, totalRawPoints: answer.totalRawPoints };
     },
 
     /** TelemetryService.Follow: the dataset's window, then what each commit adds, its events and command changes, until `signal` aborts. */

@@ -1,26 +1,41 @@
 // The live view's logic without a browser: how Follow updates fill the window and the track, how the
 // command log merges the stream with the list, what a LIMIT event's banner says. The browser test
 // (test/console/live.browser.test.ts) checks the same through the page against the real service.
-import { create } from '@bufbuild/protobuf';
-import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import { FollowUpdateSchema, type CommandRecord, type TimelineEvent } from '@sortie/contracts';
+import type { FollowAnswer } from '@sortie/client';
+import type { CommandRecord, TimelineEvent } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { boundText, isLive, joinTail, laterRecord, limitOf, limitsOf, LiveStore, mergeCommands, mergeEvents, valuesAt, worsened } from './live.ts';
+import { answerSeconds, boundText, isLive, joinTail, laterRecord, limitOf, limitsOf, LiveStore, mergeCommands, mergeEvents, valuesAt, worsened } from './live.ts';
 
 const T0 = Date.UTC(2026, 10, 27, 12, 0, 0);
 const DATASET = '00000000-0000-4000-8000-000000000001';
 
-/** An update with `points[i]` as [ms after T0, value] pairs for channel i. */
-function update(over: { reset?: boolean; points?: Array<Array<[number, number]>>; head?: number; events?: object[]; commands?: object[]; dropped?: number }) {
-  return create(FollowUpdateSchema, {
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+/** An update as @sortie/client yields it, with `points[i]` as [ms after T0, value] pairs for channel i. */
+function update(over: { reset?: boolean; points?: Array<Array<[number, number]>>; head?: number; events?: object[]; commands?: object[]; dropped?: number }): FollowAnswer {
+  return {
     reset: over.reset ?? false,
-    series: (over.points ?? []).map((pts, i) => ({ channelId: `c${i}`, points: pts.map(([ms, value]) => ({ timestamp: timestampFromMs(T0 + ms), value })), rawPoints: BigInt(pts.length) })),
-    ...(over.head !== undefined && { head: timestampFromMs(T0 + over.head) }),
+    series: (over.points ?? []).map((pts, i) => ({ channelId: `c${i}`, points: pts.map(([ms, value]) => ({ timestamp: at(ms), value })), rawPoints: pts.length })),
+    head: over.head === undefined ? null : at(over.head),
     events: (over.events ?? []) as never,
     commands: (over.commands ?? []) as never,
-    dropped: BigInt(over.dropped ?? 0),
-  });
+    dropped: over.dropped ?? 0,
+  };
 }
+
+describe('answer times', () => {
+  it('reads RFC 3339 with 0, 3, 6 or 9 digits as Unix seconds, keeping the microseconds', () => {
+    const whole = Date.UTC(2018, 7, 8, 14, 5, 45) / 1000;
+    expect(answerSeconds('2018-08-08T14:05:45Z')).toBe(whole);
+    expect(answerSeconds('2018-08-08T14:05:45.465Z')).toBeCloseTo(whole + 0.465, 6);
+    // Within half a microsecond: float64 seconds near 2018 resolve ~0.24 µs.
+    expect(answerSeconds('2018-08-08T14:05:45.465009Z') - whole).toBeCloseTo(0.465009, 6);
+    expect(answerSeconds('2018-08-08T14:05:45.465009001Z') - whole).toBeCloseTo(0.465009, 6);
+    expect(answerSeconds('2018-08-08T14:05:46.5Z')).toBe(whole + 1.5);
+    expect(answerSeconds('')).toBeNaN();
+    expect(answerSeconds(null)).toBeNaN();
+  });
+});
 
 const secondsAfter = (s: { times: number[] }) => s.times.map((t) => Math.round((t - T0 / 1000) * 1000));
 
@@ -56,7 +71,7 @@ describe('the live store', () => {
 
   it('keeps events by id (a LIMIT crossing reported again when it ends replaces the first report)', () => {
     const store = new LiveStore(DATASET, [], 60);
-    const limit = (active: boolean, end: string | null) => ({ id: 'e1', time: timestampFromMs(T0), kind: 'LIMIT', message: '', data: { signal: 'alt', severity: 'critical', condition: 'above', high: 120, low: null, start: new Date(T0).toISOString(), end, worstValue: 131, worstTime: new Date(T0 + 500).toISOString(), active } });
+    const limit = (active: boolean, end: string | null) => ({ id: 'e1', time: at(0), kind: 'LIMIT', message: '', data: { signal: 'alt', severity: 'critical', condition: 'above', high: 120, low: null, start: new Date(T0).toISOString(), end, worstValue: 131, worstTime: new Date(T0 + 500).toISOString(), active } });
     store.apply(update({ events: [limit(true, null)] }));
     expect(limitOf(store.events.get('e1')!)?.active).toBe(true);
     store.apply(update({ events: [limit(false, new Date(T0 + 2000).toISOString())] }));

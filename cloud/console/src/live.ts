@@ -3,7 +3,7 @@
 // batch adds), the events and commands it reports, the LIMIT crossings among the events, and whether a
 // dataset counts as live. The stream loop and the drawing live in follow.ts and the views; this module is
 // what the unit tests pin down.
-import type { FollowEvent, FollowUpdate } from '@sortie/contracts';
+import type { FollowAnswer, FollowEventAnswer } from '@sortie/client';
 import { CommandRecordSchema, type CommandRecord, type TimelineEvent } from '@sortie/contracts';
 import { timestampSeconds } from './format.ts';
 import { indexAtOrBefore } from './geo.ts';
@@ -14,11 +14,23 @@ export const LIVE_RECENT_MS = 10_000;
 /** Width of the live window (the plots' time axis while following). */
 export const LIVE_WINDOW_SECONDS = 60;
 
-type Stamp = { seconds: bigint; nanos: number } | undefined;
+// Samples come in time order, so most share their second with the one before: it is parsed once.
+let lastHead = '';
+let lastHeadSeconds = NaN;
 
-/** A protobuf Timestamp as Unix seconds (uPlot's unit); NaN when unset. */
-export function stampSeconds(t: Stamp): number {
-  return t ? Number(t.seconds) + t.nanos / 1e9 : NaN;
+/**
+ * A telemetry answer's time (RFC 3339 UTC as @sortie/client gives it: `…T14:05:45.465009Z`, 0 to 9
+ * fractional digits) as Unix seconds (uPlot's unit), keeping the microseconds; NaN when empty. Called
+ * for every point of every Query and Follow answer, hence the cache.
+ */
+export function answerSeconds(text: string | null | undefined): number {
+  if (!text) return NaN;
+  const head = text.slice(0, 19);
+  if (head !== lastHead) {
+    lastHead = head;
+    lastHeadSeconds = Date.parse(`${head}Z`) / 1000;
+  }
+  return text.charCodeAt(19) === 46 ? lastHeadSeconds + Number(`0${text.slice(19, -1)}`) : lastHeadSeconds;
 }
 
 /** Whether `lastDataAt` (the experiments list's field) is recent at `serverNowMs`, the service's clock as the page estimates it. */
@@ -65,32 +77,32 @@ export class LiveStore {
     for (const id of channelIds) this.series.set(id, { times: [], values: [] });
   }
 
-  apply(update: FollowUpdate): void {
+  apply(update: FollowAnswer): void {
     // Series come in request order, one per requested channel.
     update.series.forEach((s, i) => {
       const id = this.channelIds[i];
       const held = id === undefined ? undefined : this.series.get(id);
       if (!held) return;
-      const first = s.points.length > 0 ? stampSeconds(s.points[0]!.timestamp) : NaN;
+      const first = s.points.length > 0 ? answerSeconds(s.points[0]!.timestamp) : NaN;
       if (update.reset) {
         if (!this.keepAll.has(id!)) cut(held, 0);
         else if (Number.isFinite(first)) cut(held, lowerBound(held.times, first));
       }
       for (const p of s.points) {
-        const t = stampSeconds(p.timestamp);
+        const t = answerSeconds(p.timestamp);
         // In time order after what is held; anything else would fold the line back on itself.
         if (!(t >= (held.times[held.times.length - 1] ?? -Infinity))) continue;
         held.times.push(t);
         held.values.push(p.value);
       }
     });
-    const head = stampSeconds(update.head);
+    const head = answerSeconds(update.head);
     if (Number.isFinite(head)) this.head = Math.max(head, this.head ?? head);
     if (this.head !== undefined) {
       const from = this.head - this.windowSeconds;
       for (const [id, held] of this.series) if (!this.keepAll.has(id)) cut(held, 0, lowerBound(held.times, from) - 1);
     }
-    this.dropped = Number(update.dropped);
+    this.dropped = update.dropped;
     if (update.events.length > 0) {
       for (const e of update.events) this.events.set(e.id, timelineEvent(e, this.datasetId));
       this.eventsSeen++;
@@ -131,9 +143,9 @@ function lowerBound(times: readonly number[], t: number): number {
 }
 
 /** A Follow event as the events list shows one, so both feed the same marks and banner. */
-export function timelineEvent(e: FollowEvent, datasetId: string): TimelineEvent {
-  const timestamp = Number.isFinite(stampSeconds(e.time)) ? new Date(stampSeconds(e.time) * 1000).toISOString() : new Date(0).toISOString();
-  return { id: e.id, datasetId, timestamp, kind: e.kind, message: e.message, data: (e.data ?? {}) as TimelineEvent['data'], createdAt: timestamp };
+export function timelineEvent(e: FollowEventAnswer, datasetId: string): TimelineEvent {
+  const timestamp = e.time || new Date(0).toISOString();
+  return { id: e.id, datasetId, timestamp, kind: e.kind, message: e.message, data: e.data as TimelineEvent['data'], createdAt: timestamp };
 }
 
 /** `held` with every event of `incoming` in place of the one with the same id (a LIMIT crossing is reported again when it ends). */

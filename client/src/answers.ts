@@ -1,0 +1,167 @@
+/**
+ * Telemetry answers as plain data. Over the wire Query, Submit, StreamSubmit and Follow speak protobuf,
+ * whose generated messages carry a `$typeName`, times as `{seconds: bigint, nanos}` and uint64 counters
+ * as bigints: `JSON.stringify` throws on them ("Do not know how to serialize a BigInt"), and a caller has
+ * to know protobuf to read a time. The client hands back what the RPC's JSON form says instead (what curl
+ * shows over Connect with JSON), except that counters are numbers:
+ *
+ * - times are RFC 3339 UTC strings with 0, 3, 6 or 9 fractional digits, as protobuf's JSON writes them, so
+ *   the microseconds the service stores are kept (`2018-08-08T14:05:45.465009Z`); `Date.parse` reads them
+ *   to the millisecond, and `timestampSeconds`-style parsing keeps the rest;
+ * - counters (`rawPoints`, `totalRawPoints`, `accepted`, `written`, …) are numbers: exact below 2^53,
+ *   which no count of points reaches;
+ * - Struct fields (`data` of an event, a command record) are the JSON objects they already were.
+ *
+ * Inputs take a time as an RFC 3339 string or a Date as well as a protobuf Timestamp, so an answer's
+ * time can be handed back as it came.
+ */
+import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate, type Timestamp, type TimestampSchema } from '@bufbuild/protobuf/wkt';
+import type { FollowEvent, FollowUpdate, QueryResponse, Series, StreamSubmitResponse, SubmitResponse } from '@sortie/contracts';
+import type { QueryRequestSchema } from '@sortie/contracts';
+
+/** One sample: its time (RFC 3339 UTC) and value. */
+export interface PointAnswer {
+  timestamp: string;
+  value: number;
+}
+
+/** One channel's samples, in time order, and how many raw samples its window held. */
+export interface SeriesAnswer {
+  channelId: string;
+  points: PointAnswer[];
+  rawPoints: number;
+}
+
+/** TelemetryService.Query: one series per requested channel, in request order. */
+export interface QueryAnswer {
+  series: SeriesAnswer[];
+  totalRawPoints: number;
+}
+
+/** TelemetryService.Submit. */
+export interface SubmitAnswer {
+  accepted: number;
+  written: number;
+  ignored: number;
+  ignoredChannelIds: string[];
+}
+
+/** TelemetryService.StreamSubmit: Submit's counters, with messages read and values that replaced stored ones. */
+export interface StreamSubmitAnswer extends SubmitAnswer {
+  messages: number;
+  duplicates: number;
+}
+
+/** An event of a followed dataset (LINK_LOSS, LIMIT, an annotation), on the series' time. */
+export interface FollowEventAnswer {
+  id: string;
+  time: string;
+  kind: string;
+  message: string;
+  data: JsonObject;
+}
+
+/** One update of TelemetryService.Follow (see the proto: a reset holds the window, then increments). */
+export interface FollowAnswer {
+  reset: boolean;
+  series: SeriesAnswer[];
+  /** The newest sample's time the update accounts for; null when the dataset has none yet. */
+  head: string | null;
+  events: FollowEventAnswer[];
+  /** Command records (as `commands.get` answers them) whose status changed. */
+  commands: JsonObject[];
+  dropped: number;
+}
+
+/** A time as an input takes it: RFC 3339 text, a Date, or a protobuf Timestamp. */
+export type TimeInput = string | Date | MessageInitShape<typeof TimestampSchema>;
+
+// Consecutive samples mostly share their second: its text is made once.
+let lastSeconds = Number.NaN;
+let lastHead = '';
+
+/** A Timestamp as protobuf's JSON writes it: RFC 3339 UTC, 0, 3, 6 or 9 fractional digits. */
+export function timestampText(t: Pick<Timestamp, 'seconds' | 'nanos'>): string {
+  const seconds = Number(t.seconds);
+  if (seconds !== lastSeconds) {
+    lastHead = new Date(seconds * 1000).toISOString().slice(0, 19);
+    lastSeconds = seconds;
+  }
+  const nanos = t.nanos;
+  if (nanos === 0) return `${lastHead}Z`;
+  if (nanos % 1_000_000 === 0) return `${lastHead}.${String(nanos / 1_000_000).padStart(3, '0')}Z`;
+  if (nanos % 1000 === 0) return `${lastHead}.${String(nanos / 1000).padStart(6, '0')}Z`;
+  return `${lastHead}.${String(nanos).padStart(9, '0')}Z`;
+}
+
+const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** A time input as a Timestamp, to the nanosecond (Date.parse alone stops at the millisecond). */
+export function timestampOf(input: TimeInput): MessageInitShape<typeof TimestampSchema> {
+  if (input instanceof Date) return timestampFromDate(input);
+  if (typeof input !== 'string') return input;
+  const match = RFC3339.exec(input.trim());
+  const ms = match ? Date.parse(`${match[1]}T${match[2]}${match[4]!.toUpperCase()}`) : Number.NaN;
+  if (!match || Number.isNaN(ms)) throw new RangeError(`not an RFC 3339 time: ${JSON.stringify(input)}`);
+  return { seconds: BigInt(ms / 1000), nanos: Number((match[3] ?? '').padEnd(9, '0')) };
+}
+
+function seriesAnswer(s: Series): SeriesAnswer {
+  const points = new Array<PointAnswer>(s.points.length);
+  for (let i = 0; i < s.points.length; i++) {
+    const p = s.points[i]!;
+    points[i] = { timestamp: p.timestamp ? timestampText(p.timestamp) : '', value: p.value };
+  }
+  return { channelId: s.channelId, points, rawPoints: Number(s.rawPoints) };
+}
+
+export function queryAnswer(r: QueryResponse): QueryAnswer {
+  return { series: r.series.map(seriesAnswer), totalRawPoints: Number(r.totalRawPoints) };
+}
+
+export function submitAnswer(r: Pick<SubmitResponse, 'accepted' | 'written' | 'ignored' | 'ignoredChannelIds'>): SubmitAnswer {
+  return { accepted: Number(r.accepted), written: Number(r.written), ignored: Number(r.ignored), ignoredChannelIds: [...r.ignoredChannelIds] };
+}
+
+export function streamSubmitAnswer(r: StreamSubmitResponse): StreamSubmitAnswer {
+  return { ...submitAnswer(r), messages: Number(r.messages), duplicates: Number(r.duplicates) };
+}
+
+function followEventAnswer(e: FollowEvent): FollowEventAnswer {
+  return { id: e.id, time: e.time ? timestampText(e.time) : '', kind: e.kind, message: e.message, data: e.data ?? {} };
+}
+
+export function followAnswer(u: FollowUpdate): FollowAnswer {
+  return {
+    reset: u.reset,
+    series: u.series.map(seriesAnswer),
+    head: u.head ? timestampText(u.head) : null,
+    events: u.events.map(followEventAnswer),
+    commands: u.commands,
+    dropped: Number(u.dropped),
+  };
+}
+
+/** Query's request as the client takes it (the proto's fields): `from` and `to` may be RFC 3339 text or Dates. */
+export interface QueryInput {
+  experimentId?: string;
+  datasetId: string;
+  channelIds: string[];
+  /** Inclusive. */
+  from?: TimeInput;
+  /** Exclusive. */
+  to?: TimeInput;
+  maxPointsPerChannel?: number;
+}
+
+export function queryRequest(input: QueryInput): MessageInitShape<typeof QueryRequestSchema> {
+  return {
+    ...(input.experimentId !== undefined && { experimentId: input.experimentId }),
+    datasetId: input.datasetId,
+    channelIds: input.channelIds,
+    ...(input.from !== undefined && { from: timestampOf(input.from) }),
+    ...(input.to !== undefined && { to: timestampOf(input.to) }),
+    ...(input.maxPointsPerChannel !== undefined && { maxPointsPerChannel: input.maxPointsPerChannel }),
+  };
+}
