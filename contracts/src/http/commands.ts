@@ -7,6 +7,8 @@ export const CommandStatus = z.enum(COMMAND_STATUSES);
 /** Bounds of `ackTimeoutSeconds` on dispatch: one second to one hour. */
 export const ACK_TIMEOUT_SECONDS = { min: 1, max: 3600, default: 60 } as const;
 
+const RELTIME_DESCRIPTION = "Seconds after the dataset's first sample as stored (negative: before it): where the command stands on the flight's time axis, whatever wall-clock time it is logged or sent at.";
+
 export const CreateCommandRequestSchema = z.object({
   experimentId: Uuid,
   datasetId: Uuid,
@@ -16,8 +18,11 @@ export const CreateCommandRequestSchema = z.object({
   /** Key of one of the organization's command templates (addition); its argsSchema validates `args`. */
   templateKey: text().max(64).default(''),
   category: text().max(120).default(''),
-  /** Position on the experiment's timeline, in seconds. The list is ordered by it. */
-  relTime: z.number().finite(),
+  /**
+   * Position on the flight's timeline: seconds after the dataset's first sample (negative before it, for
+   * pre-flight items). The list is ordered by it; the console marks the command there on the time axis.
+   */
+  relTime: z.number().finite().meta({ description: RELTIME_DESCRIPTION }),
   /** Caller's idempotency token, unique per organization. */
   clientToken: text().min(1).max(200).optional(),
 });
@@ -32,7 +37,7 @@ export const CommandRecordSchema = z.object({
   args: jsonObject(),
   templateKey: text(),
   category: text(),
-  relTime: z.number(),
+  relTime: z.number().meta({ description: RELTIME_DESCRIPTION }),
   issuedAt: TimestampOut,
   /** Empty for commands logged through the API; never filled with a substitute. */
   issuedByName: text(),
