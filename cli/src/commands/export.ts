@@ -2,12 +2,12 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { McapStreamReader } from '@mcap/core';
 import type { CommandSpec, Context } from '../context.ts';
-import { listValue, locateDataset, queryAddress, stringValue } from '../context.ts';
+import { listValue, locateDataset, stringValue } from '../context.ts';
 import { CliError } from '../exit-codes.ts';
 import { json } from '../output.ts';
 import { ProgressBar, type ProgressSpan } from '../progress.ts';
 import { formatBytes } from '../progress.ts';
-import { parseTime, timeMicros } from '../time.ts';
+import { timeMicros } from '../time.ts';
 
 /** The file name the server proposes (Content-Disposition), reduced to a plain name in this folder. */
 export function fileNameOf(disposition: string | null, fallback: string): string {
@@ -17,27 +17,16 @@ export function fileNameOf(disposition: string | null, fallback: string): string
 }
 
 /**
- * The time span the export covers, for the bar's fraction: the window's bounds when given, else the
- * first and last sample of one numeric channel (Query with a few points: M4 keeps the first and last).
- * Unknown (no ETA) when there is nothing to ask.
+ * The time span the export covers, for the bar's fraction: the dataset's first and last sample over all its
+ * channels (GET /api/datasets/span; one channel's would miss the others', a MAVLink flight's messages run on
+ * different clocks), cut to the window when one is given. Unknown (no ETA) when there is nothing to ask.
  */
 async function spanOf(ctx: Context, experimentId: string, datasetId: string, start?: string, end?: string): Promise<ProgressSpan | undefined> {
   try {
-    const channels = await ctx.client.channels.list({ datasetId, experimentId });
-    // Query reads numbers only; text and byte channels would be refused.
-    const channel = channels.find((c) => !['string', 'bytes', 'bit_field'].includes(c.dataType));
-    if (!channel) return undefined;
-    const answer = await ctx.client.telemetry.query({
-      experimentId,
-      datasetId,
-      channelIds: [queryAddress(channel)],
-      maxPointsPerChannel: 4,
-      ...(start !== undefined && { from: parseTime(start, 'start') }),
-      ...(end !== undefined && { to: parseTime(end, 'end') }),
-    });
-    const points = answer.series[0]?.points ?? [];
-    const startUs = timeMicros(points[0]?.timestamp);
-    const endUs = timeMicros(points.at(-1)?.timestamp);
+    const span = await ctx.client.datasets.span({ datasetId, experimentId });
+    // A window's bounds to the millisecond: enough for a progress bar.
+    const startUs = Math.max(timeMicros(span.first), start === undefined ? -Infinity : Date.parse(start) * 1000);
+    const endUs = Math.min(timeMicros(span.last), end === undefined ? Infinity : Date.parse(end) * 1000);
     return Number.isFinite(startUs) && Number.isFinite(endUs) ? { startUs, endUs } : undefined;
   } catch {
     return undefined;

@@ -4,8 +4,9 @@ import { EXPORT } from './export.ts';
 import { FOLLOW } from './follow.ts';
 import { LIMITS_GROUP } from './limits.ts';
 import { LISTINGS } from './listings.ts';
+import { MODES } from './modes.ts';
 import { QUERY } from './query.ts';
 import { WEBHOOKS_GROUP } from './webhooks.ts';
 
 /** Every command, in the order `sortie --help` lists them. */
-export const COMMANDS: CommandSpec[] = [...LISTINGS, QUERY, FOLLOW, EXPORT, ...COMMANDS_GROUP, ...WEBHOOKS_GROUP, ...LIMITS_GROUP];
+export const COMMANDS: CommandSpec[] = [...LISTINGS, QUERY, FOLLOW, MODES, EXPORT, ...COMMANDS_GROUP, ...WEBHOOKS_GROUP, ...LIMITS_GROUP];

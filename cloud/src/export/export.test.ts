@@ -3,7 +3,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { McapIndexedReader, McapStreamReader, type TypedMcapRecord } from '@mcap/core';
 import { TelemetryService, type QueryResponse } from '@sortie/contracts';
 import { crcExtraOf, parseSignalName } from '@sortie/contracts/mavlink';
-import { buildFrame } from '@sortie/contracts/testing';
+import { ARDUSUB_MANUAL_ARMED, ardusubDiveWithCompanion, buildFrame } from '@sortie/contracts/testing';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireDataset } from '../datasets/queries.ts';
@@ -492,6 +492,30 @@ describe('MCAP', () => {
     expect(list.map((m) => [m.t, m.data.roll])).toEqual(all.filter(([t]) => t! >= from && t! < to));
     const metadata = records.find((r) => r.type === 'Metadata');
     expect(metadata?.type === 'Metadata' && metadata.metadata.get('mavlinkSystemId')).toMatch(/^\d+$/);
+  });
+
+  it("MAVLink: the vehicle's mode changes on /events as MODE, from its autopilot's HEARTBEATs alone, named as the console names them", async () => {
+    // An ArduSub dive, MANUAL then ALT_HOLD from its 8th second, with a BlueOS companion's heartbeat (mode 0, armed bit) between the autopilot's.
+    const dive = ardusubDiveWithCompanion(20, (second) => (second < 8 ? ARDUSUB_MANUAL_ARMED : { ...ARDUSUB_MANUAL_ARMED, customMode: 2 }));
+    const { datasetId } = await registerNarrow('bluerov dive');
+    await submitFrames(datasetId, dive.map((f, i) => framePoint(f.bytes, T0_MS * 1000 + f.atUs + 3_000, i + 1)));
+    const events = async (range = '') => messagesByTopic((await mcapRecords(`datasetId=${datasetId}&format=mcap${range}`)).records).get('/events') ?? [];
+    const all = await events();
+    expect(all.map((e) => e.data.message)).toEqual(['MODE: MANUAL, armed', 'MODE: ALT_HOLD, armed']);
+    expect(all.map((e) => e.data.name)).toEqual(['MODE', 'MODE']);
+    // At the autopilot's first HEARTBEAT and at its first in ALT_HOLD, as Query places them.
+    const [type, mode] = (await query(datasetId, ['mavlink.HEARTBEAT.type', 'mavlink.HEARTBEAT.custom_mode'])).series.map(pairs);
+    const autopilot = type!.filter(([, v]) => v === 12).map(([t]) => t);
+    const altHold = mode!.filter(([, v]) => v === 2).map(([t]) => t);
+    expect(all.map((e) => e.t)).toEqual([autopilot[0], altHold[0]]);
+    // A window that opens mid-run says the mode in force at its start.
+    const from = autopilot[3]! + 1;
+    const iso = (us: number) => new Date(Math.floor(us / 1000)).toISOString().replace('Z', `${String(us % 1000).padStart(3, '0')}Z`);
+    const windowed = await events(`&start=${iso(from)}&end=${iso(altHold[0]! + 1)}`);
+    expect(windowed.map((e) => [e.t, e.data.message])).toEqual([[from, 'MODE: MANUAL, armed'], [altHold[0], 'MODE: ALT_HOLD, armed']]);
+    // The real ArduPlane VTOL flight flies its QuadPlane modes.
+    const sitl = messagesByTopic((await mcapRecords(`datasetId=${sitlId}&format=mcap`)).records).get('/events')!.map((e) => String(e.data.message));
+    expect(sitl).toEqual(expect.arrayContaining([expect.stringMatching(/^MODE: QLOITER, (armed|disarmed)$/), expect.stringMatching(/^MODE: CIRCLE, (armed|disarmed)$/)]));
   });
 
   it('a wide dataset: one /rows channel with null for missing values, and events as foxglove.Log', async () => {

@@ -6,11 +6,12 @@ import { listEvents } from '../events/queries.ts';
 import { invalidRequest } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import type { AppContext } from '../platform/context.ts';
-import { eventsOnSeriesTime } from '../telemetry/read.ts';
+import { datasetHeartbeats, eventsOnSeriesTime } from '../telemetry/read.ts';
 import { openMavlinkMessages, openRawRows } from '../telemetry/raw-rows.ts';
 import { csvBytes } from './csv.ts';
 import { fileName } from './format.ts';
 import { mavlinkMcap, mcapBytes, wideMcap, type ExportEvent } from './mcap.ts';
+import { modeEvents } from './mode-events.ts';
 import { pulled } from './stream.ts';
 
 const micros = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso) * 1000 + subMillisecondMicros(iso));
@@ -53,6 +54,8 @@ export function exportRoutes(ctx: AppContext) {
       const events: ExportEvent[] = (await eventsOnSeriesTime(ctx.db, dataset, await listEvents(ctx.db, dataset.id)))
         .map((e) => ({ t: e.time.getTime() * 1000, kind: e.kind, message: e.message }))
         .filter((e) => (from === undefined || e.t >= from) && (to === undefined || e.t < to))
+        // The vehicle's mode changes, named as the console names them: a flight read in Foxglove says what it was flown in.
+        .concat(modeEvents(await datasetHeartbeats(ctx.db, dataset), from, to))
         .sort((a, b) => a.t - b.t);
       body = mcapBytes(source, events, { shape: dataset.storage_shape, datasetId: dataset.id, datasetName: dataset.name, systemId: narrow?.systemId });
     }

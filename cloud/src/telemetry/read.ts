@@ -3,6 +3,7 @@ import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow, EventRow } from '../db/schema.ts';
 import { materialiseNarrowChannels } from './narrow/channels.ts';
 import { alignNarrowEvents } from './narrow/events.ts';
+import { readHeartbeats, type StoredHeartbeats } from './narrow/heartbeats.ts';
 import { queryNarrow } from './narrow/query.ts';
 import { narrowSpan } from './narrow/span.ts';
 import { DEFAULT_MAX_POINTS, MAX_POINTS_PER_CHANNEL, type SeriesResult } from './series/series.ts';
@@ -58,6 +59,15 @@ export async function datasetSpan(db: Executor, dataset: DatasetRow): Promise<{ 
   const iso = (us: number) => epochMicrosToIso(BigInt(Math.round(us)));
   return span && { first: iso(span.first), last: iso(span.last) };
 }
+
+/**
+ * Every HEARTBEAT of a MAVLink dataset as columns on the axis Query answers on (µs), for naming the
+ * vehicle's modes (contracts' mavlink/modes.ts); undefined for a wide dataset or one without HEARTBEAT.
+ */
+export function datasetHeartbeats(db: Executor, dataset: DatasetRow): Promise<StoredHeartbeats | undefined> {
+  return dataset.storage_shape === 'narrow' ? readHeartbeats(db, dataset.id) : Promise.resolve(undefined);
+}
+export type { StoredHeartbeats };
 
 /**
  * Bring a dataset's channel list up to its stored data before it is listed: a narrow dataset's decoded

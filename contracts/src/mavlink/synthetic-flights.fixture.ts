@@ -74,15 +74,16 @@ export const PX4_MISSION_ARMED: HeartbeatFields = { type: 2, autopilot: 12, base
 
 /**
  * An ArduSub dive of `seconds`: the autopilot (1/1, booted 600 s before) sends ATTITUDE at 10 Hz and
- * HEARTBEAT at 1 Hz in MANUAL, armed; the companion computer (1/194, up for 2.5 hours) sends its
- * HEARTBEAT and SYSTEM_TIME at 1 Hz, half a second after the autopilot's.
+ * HEARTBEAT at 1 Hz (in MANUAL, armed, unless `autopilot` says otherwise for a second of the dive); the
+ * companion computer (1/194, up for 2.5 hours) sends its HEARTBEAT and SYSTEM_TIME at 1 Hz, half a second
+ * after the autopilot's.
  */
-export function ardusubDiveWithCompanion(seconds = 20): SyntheticFrame[] {
+export function ardusubDiveWithCompanion(seconds = 20, autopilot: (second: number) => HeartbeatFields = () => ARDUSUB_MANUAL_ARMED): SyntheticFrame[] {
   const flight = new Flight();
   for (let tick = 0; tick < seconds * 10; tick++) {
     const atUs = tick * 100_000;
     flight.add(atUs, 1, 1, 30, attitudePayload(600_000 + tick * 100, 0.05 * Math.sin(tick / 10), 0.02, 1.2));
-    if (tick % 10 === 0) flight.add(atUs + 50_000, 1, 1, 0, heartbeatPayload(ARDUSUB_MANUAL_ARMED));
+    if (tick % 10 === 0) flight.add(atUs + 50_000, 1, 1, 0, heartbeatPayload(autopilot(tick / 10)));
     if (tick % 10 === 5) {
       flight.add(atUs + 10_000, 1, 194, 0, heartbeatPayload(BLUEOS_COMPANION));
       flight.add(atUs + 20_000, 1, 194, 2, systemTimePayload(9_000_000 + tick * 100));

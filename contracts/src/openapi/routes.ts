@@ -309,7 +309,8 @@ const ROUTE_TABLE = [
       'MCAP (Foxglove opens it): MAVLink datasets one channel `/mavlink/<MESSAGE>` per message type and one message per stored frame with ' +
       'every field it carried (numeric arrays as arrays, text as strings, `UNKNOWN_<id>.raw` as base64, NaN as null; named signals choose ' +
       'the message types and fields), wide datasets one channel `/rows`; JSON-schema-encoded JSON messages with log time = sample (aligned) ' +
-      'time, in time order across channels; events on `/events` as `foxglove.Log`. ' +
+      'time, in time order across channels; events on `/events` as `foxglove.Log`, a MAVLink flight\'s mode changes among them as `MODE` ' +
+      '(`MANUAL, armed`: from the autopilot\'s HEARTBEATs, named as the console names them; a window opens with the mode in force). ' +
       'The file name comes in Content-Disposition. A failure after the first bytes cannot change the status: the connection is then cut ' +
       'before the body ends, which HTTP clients report as an error (and an MCAP reader as a missing footer).',
     auth: 'datasets:read',
