@@ -92,9 +92,10 @@ export interface BenchServer {
 
 /**
  * Start `node cloud/src/main.ts` against `databaseUrl` and wait until both ports listen; on `ports`
- * when given (a client configured before the server exists), else on free ones.
+ * when given (a client configured before the server exists), else on free ones. `env` adds SORTIE_*
+ * settings (e.g. SORTIE_NATS_URL).
  */
-export async function startServerProcess(databaseUrl: string, logLevel = 'info', ports?: { http: number; grpc: number }): Promise<BenchServer> {
+export async function startServerProcess(databaseUrl: string, logLevel = 'info', ports?: { http: number; grpc: number }, env: Record<string, string> = {}): Promise<BenchServer> {
   const [httpPort, grpcPort] = ports ? [ports.http, ports.grpc] : [await freePort(), await freePort()];
   const child = spawn(process.execPath, [...startFlags(), resolve(root, 'cloud/src/main.ts')], {
     env: {
@@ -104,6 +105,7 @@ export async function startServerProcess(databaseUrl: string, logLevel = 'info',
       SORTIE_HTTP_PORT: String(httpPort),
       SORTIE_GRPC_PORT: String(grpcPort),
       SORTIE_LOG_LEVEL: logLevel,
+      ...env,
       // Profiling hook: BENCH_SERVER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=.tmp/prof" profiles the server only.
       NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS ?? '',
     },
