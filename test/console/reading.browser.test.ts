@@ -209,8 +209,6 @@ describe.skipIf(SKIP_BROWSER)('reading a replayed flight in the console', () => 
       body: JSON.stringify({ experimentId, datasetId, channelIds: [ROLL], maxPointsPerChannel: 1000 }),
     }).then((r) => r.json() as Promise<{ series: Array<{ points: Array<{ value: number }> }> }>);
     expect(Math.max(...query.series[0]!.points.map((p) => Math.abs(p.value)))).toBeLessThan(0.31);
-    await page.mouse.move(axis.box.x + axis.box.width * 0.4, axis.box.y + axis.box.height / 2);
-    await page.screenshot({ path: join(shots, 'console-readout.png'), fullPage: true });
     await page.mouse.move(0, 0);
     await expect.poll(() => readout.count()).toBe(0);
   });
@@ -290,6 +288,13 @@ describe.skipIf(SKIP_BROWSER)('reading a replayed flight in the console', () => 
     // Dispatch and delivery happened today, outside the flight's window: not on its axis.
     expect(await page.locator('.mark[data-kind=dispatched], .mark[data-kind=delivered]').count()).toBe(0);
     expect(await page.locator('[data-testid=mark-legend]').textContent()).toContain('command at its relTime');
+    // The docs' picture of a flight read: the readout at 40 % of the axis, the command and its ack on it.
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const top = await axisOf(pane(ROLL));
+    await page.mouse.move(top.box.x + top.box.width * 0.4, top.box.y + top.box.height / 2);
+    await page.locator('[data-testid=readout]').waitFor();
+    await page.screenshot({ path: join(shots, 'console-readout.png'), fullPage: true });
+    await page.mouse.move(0, 0);
   });
 
   it('fits the command log in a 1280 px page, and opens the dispatch confirmation where the click was', async () => {

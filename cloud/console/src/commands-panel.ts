@@ -227,7 +227,7 @@ function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: 
     h('td', null, [
       h('span', { class: 'reltime', title: "seconds from the dataset's first sample" }, relTimeText(c.relTime)),
       // Where that puts it on the flight's time axis.
-      props.origin !== undefined ? h('div', { class: 'muted times' }, `${formatUtc(props.origin + c.relTime).slice(11)}`) : null,
+      props.origin !== undefined ? h('div', { class: 'muted times', title: "where it stands on the flight's time axis (UTC)" }, formatUtc(props.origin + c.relTime).slice(11)) : null,
     ]),
     h('td', { class: 'command-text' }, [h('code', null, c.commandText), c.templateKey ? h('span', { class: 'muted' }, ` (${c.templateKey})`) : null, Object.keys(c.args).length ? h('div', { class: 'muted' }, JSON.stringify(c.args)) : null]),
     h('td', null, [
