@@ -16,6 +16,7 @@ const pureTests = [
   'contracts/src/**/*.test.ts',
   'cloud/console/src/console-logic.test.ts',
   'cloud/console/src/reading.test.ts',
+  'cloud/console/src/dataset-facts.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
   'cloud/src/auth/principal.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',

@@ -33,6 +33,7 @@ export const OPERATIONS = {
     disarm: 'disarmDataset',
     arming: 'getArming',
     span: 'getDatasetSpan',
+    summary: 'getDatasetSummary',
   },
   channels: { list: 'listChannels', create: 'createChannel', update: 'updateChannel' },
   events: { list: 'listEvents', create: 'createEvents' },

@@ -54,6 +54,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
       return ConsoleSessionSchema.parse(body);
     },
     experiments: () => client.experiments.list(),
+    createExperiment: (body: InputOf<'createExperiment'>) => client.experiments.create(body),
     /**
      * The experiments with the service's clock when it answered (its Date header, else ours): a dataset is
      * live by `lastDataAt` on that clock, so a browser whose clock is off still marks the right flights.
@@ -68,6 +69,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
     events: (experimentId: string, datasetId: string) => client.events.list({ experimentId, datasetId }),
     /** The dataset's first and last sample as stored, over all its channels (RFC 3339 with µs; null when it holds none). */
     span: (experimentId: string, datasetId: string) => client.datasets.span({ experimentId, datasetId }),
+    summary: (experimentId: string, datasetId: string) => client.datasets.summary({ experimentId, datasetId }),
     commands: (experimentId: string, datasetId: string) => client.commands.list({ experimentId, datasetId }),
     templates: () => client.templates.list(),
     createCommand: (body: InputOf<'createCommand'>) => client.commands.create(body),

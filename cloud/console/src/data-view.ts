@@ -3,12 +3,14 @@ import { h, type VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { CommandsPanel } from './commands-panel.ts';
+import { DatasetFacts, useSummaries } from './dataset-facts.ts';
 import { FLIGHT_CHANNELS, FlightView } from './flight-view.ts';
 import { liveTimings, useFollow, type Follow } from './follow.ts';
 import { formatIso, formatUtc, timestampSeconds } from './format.ts';
 import { LimitBanner } from './limit-banner.ts';
 import { isLive, limitsOf, LIVE_WINDOW_SECONDS, mergeEvents, worsened } from './live.ts';
 import { marksOf } from './marks.ts';
+import { NewExperiment } from './new-experiment.ts';
 import { Plot, type PlotAxis, type PlotWindow } from './plot.ts';
 import { need, type Need } from './scopes.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
@@ -49,6 +51,7 @@ export function DataView(props: Props): VNode<any> {
     return () => clearInterval(timer);
   }, [api]);
   const serverNow = Date.now() + skew;
+  const summaries = useSummaries(api, experiments);
 
   const dataset = useMemo(() => {
     for (const e of experiments ?? []) for (const d of e.datasets) if (d.id === location.datasetId) return d;
@@ -60,6 +63,7 @@ export function DataView(props: Props): VNode<any> {
     h('aside', { class: 'browser', 'aria-label': 'Experiments and datasets' }, [
       h('h2', null, 'Experiments'),
       readNeed.note,
+      h(NewExperiment, { api, session, onCreated: (created) => setExperiments((held) => [created, ...(held ?? []).filter((e) => e.id !== created.id)]) }),
       error ? h('p', { class: 'error', role: 'alert' }, error) : null,
       experiments === undefined && canRead ? h('p', { class: 'muted' }, 'Loading…') : null,
       experiments?.length === 0 ? h('p', { class: 'muted' }, 'No experiments yet.') : null,
@@ -90,6 +94,7 @@ export function DataView(props: Props): VNode<any> {
                   ),
                   h('span', { class: 'muted' }, ` ${d.storageShape === 'narrow' ? `MAVLink${sys !== undefined ? `, system ${sys}` : ''}` : 'wide'}`),
                   live ? h('span', { class: 'live-badge', title: `data received ${formatIso(d.lastDataAt)}` }, 'live') : null,
+                  h(DatasetFacts, { summary: summaries.get(d.id) }),
                 ]);
               }),
             ),

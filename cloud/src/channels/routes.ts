@@ -1,4 +1,4 @@
-import { CreateChannelRequestSchema, DatasetSpanQuerySchema, ListChannelsQuerySchema, UpdateChannelRequestSchema, type DatasetSpan } from '@sortie/contracts';
+import { CreateChannelRequestSchema, DatasetSpanQuerySchema, DatasetSummaryQuerySchema, ListChannelsQuerySchema, UpdateChannelRequestSchema, type DatasetSpan } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -6,6 +6,7 @@ import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, to
 import { isUniqueViolation } from '../db/errors.ts';
 import { conflict, notFound } from '../http/api-error.ts';
 import { datasetSpan, materialiseChannels } from '../telemetry/read.ts';
+import { datasetSummary } from '../telemetry/summary.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson, readQuery } from '../http/validation.ts';
 import { lockDatasetForChannels, updateChannel } from './queries.ts';
@@ -27,6 +28,12 @@ export function channelsRoutes(ctx: AppContext) {
       const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
       const span = await datasetSpan(ctx.db, dataset);
       return c.json({ datasetId: dataset.id, first: span?.first ?? null, last: span?.last ?? null } satisfies DatasetSpan);
+    })
+    // What a list of flights shows beside a dataset's name: span, frames or samples, vehicle.
+    .get('/datasets/summary', requireScope(ctx, 'datasets:read'), async (c) => {
+      const query = readQuery(c, DatasetSummaryQuerySchema);
+      const dataset = await requireDataset(ctx.db, c.get('principal').organizationId, query.datasetId, query.experimentId);
+      return c.json(await datasetSummary(ctx.db, dataset));
     })
     .post('/datasets/channels/create', requireScope(ctx, 'datasets:write'), async (c) => {
       const body = await readJson(c, CreateChannelRequestSchema);

@@ -2,6 +2,7 @@ export * from './common.ts';
 export * from './channels.ts';
 export * from './datasets.ts';
 export * from './dataset-span.ts';
+export * from './dataset-summary.ts';
 export * from './experiments.ts';
 export * from './telemetry.ts';
 export * from './events.ts';

@@ -21,6 +21,7 @@ import {
   RetractCommandRequestSchema,
 } from '../http/commands.ts';
 import { DatasetSpanQuerySchema, DatasetSpanSchema } from '../http/dataset-span.ts';
+import { DatasetSummaryQuerySchema, DatasetSummarySchema } from '../http/dataset-summary.ts';
 import { DatasetSchema, RegisterStreamRequestSchema, RegisterStreamResponseSchema } from '../http/datasets.ts';
 import { CreateEventsRequestSchema, CreateEventsResponseSchema, EventSchema, ListEventsQuerySchema } from '../http/events.ts';
 import { CreateExperimentRequestSchema, ExperimentSchema, ListExperimentsResponseSchema } from '../http/experiments.ts';
@@ -98,6 +99,7 @@ export const RESPONSE_SCHEMAS = {
   Channel: ChannelSchema,
   ChannelList: z.array(ChannelSchema),
   DatasetSpan: DatasetSpanSchema,
+  DatasetSummary: DatasetSummarySchema,
   AppendResponse: AppendResponseSchema,
   Event: EventSchema,
   EventList: z.array(EventSchema),
@@ -229,6 +231,22 @@ const ROUTE_TABLE = [
     auth: 'datasets:read',
     query: DatasetSpanQuerySchema,
     success: [{ status: 200, schema: 'DatasetSpan', description: 'the first and last sample' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/summary',
+    operationId: 'getDatasetSummary',
+    tag: 'Experiments and datasets',
+    summary: 'What a list of flights shows of a dataset: span, frames or samples, vehicle (addition to the spec)',
+    description:
+      'Its first and last sample (as `/api/datasets/span` reads them), how much it holds (a MAVLink dataset\'s `frames`, a wide ' +
+      'dataset\'s numeric `samples`) and, for MAVLink, the vehicle its autopilot\'s HEARTBEAT names (MAV_TYPE and MAV_AUTOPILOT ' +
+      'with their names; a companion computer\'s or a gimbal\'s HEARTBEAT is never taken for it). A finished flight\'s summary is ' +
+      'computed once and kept until the dataset is written again.',
+    auth: 'datasets:read',
+    query: DatasetSummaryQuerySchema,
+    success: [{ status: 200, schema: 'DatasetSummary', description: 'the summary' }],
     errors: ['not_found'],
   },
   {

@@ -1,0 +1,94 @@
+// What the list of flights says of each dataset beside its name, so a flight is found without opening it:
+// when it ran, for how long, on what vehicle and autopilot, and how much it holds (GET /api/datasets/summary,
+// read once per dataset and again only when its telemetry moves on).
+import type { DatasetSummary, Experiment } from '@sortie/contracts';
+import { h, type VNode } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ConsoleApi } from './api.ts';
+
+/** Summaries read at once: a list of many flights does not open a request per flight in one go. */
+const PARALLEL = 4;
+
+/** `2018-08-08 14:05 UTC`: the day and minute a flight began. */
+export function formatStart(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** A flight's length as a test conductor says it: `9.98 s`, `3 min 27 s`, `1 h 02 min`. */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) return '—';
+  if (seconds < 60) return `${Number(seconds.toPrecision(3))} s`;
+  const whole = Math.round(seconds);
+  if (whole < 3600) return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, '0')} s`;
+  return `${Math.floor(whole / 3600)} h ${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+/** `23,894 frames`, `1 frame`, `27 samples`. */
+export function formatCount(n: number, unit: 'frame' | 'sample'): string {
+  return `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/** The facts of one summary, in the order the list shows them; a fact not known yet is left out. */
+export function factsOf(s: DatasetSummary): Array<{ fact: 'date' | 'duration' | 'vehicle' | 'autopilot' | 'frames' | 'samples'; text: string; title: string }> {
+  const facts: ReturnType<typeof factsOf> = [];
+  if (s.first && s.last) {
+    facts.push({ fact: 'date', text: formatStart(s.first), title: `first sample ${s.first}` });
+    facts.push({ fact: 'duration', text: formatDuration((Date.parse(s.last) - Date.parse(s.first)) / 1000), title: `first to last sample, until ${s.last}` });
+  }
+  if (s.vehicle) {
+    facts.push({ fact: 'vehicle', text: s.vehicle.type, title: `MAV_TYPE ${s.vehicle.mavType}` });
+    facts.push({ fact: 'autopilot', text: s.vehicle.autopilot, title: `MAV_AUTOPILOT ${s.vehicle.mavAutopilot}` });
+  }
+  if (s.frames !== null) facts.push({ fact: 'frames', text: formatCount(s.frames, 'frame'), title: 'MAVLink frames stored' });
+  if (s.samples !== null) facts.push({ fact: 'samples', text: formatCount(s.samples, 'sample'), title: 'numeric samples stored' });
+  return facts;
+}
+
+export function DatasetFacts(props: { summary: DatasetSummary | undefined }): VNode<any> | null {
+  const { summary } = props;
+  if (!summary) return null;
+  const facts = factsOf(summary);
+  if (facts.length === 0) return h('div', { class: 'dataset-facts muted' }, 'no data yet');
+  return h(
+    'div',
+    { class: 'dataset-facts' },
+    facts.map((f) => h('span', { key: f.fact, 'data-fact': f.fact, title: f.title }, f.text)),
+  );
+}
+
+/**
+ * The summaries of every listed dataset, by id. Each is read once, and again when the list reports newer
+ * telemetry for it (its `lastDataAt`, set while it streams), so a finished flight costs one request per page.
+ */
+export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[] | undefined): ReadonlyMap<string, DatasetSummary> {
+  const [summaries, setSummaries] = useState<ReadonlyMap<string, DatasetSummary>>(new Map());
+  // What was asked for each dataset (its lastDataAt when asked), so nothing is read twice for one state.
+  const asked = useRef(new Map<string, string>());
+  useEffect(() => {
+    const wanted: Array<{ experimentId: string; datasetId: string; stamp: string }> = [];
+    for (const e of experiments ?? []) {
+      for (const d of e.datasets) {
+        const stamp = d.lastDataAt ?? '';
+        if (asked.current.get(d.id) === stamp) continue;
+        asked.current.set(d.id, stamp);
+        wanted.push({ experimentId: e.id, datasetId: d.id, stamp });
+      }
+    }
+    if (wanted.length === 0) return;
+    let next = 0;
+    const worker = async () => {
+      while (next < wanted.length) {
+        const w = wanted[next++]!;
+        try {
+          const summary = await api.summary(w.experimentId, w.datasetId);
+          setSummaries((held) => new Map(held).set(w.datasetId, summary));
+        } catch {
+          // Shown without its facts; asked again when the list next changes for it.
+          asked.current.delete(w.datasetId);
+        }
+      }
+    };
+    for (let i = 0; i < Math.min(PARALLEL, wanted.length); i++) void worker();
+  }, [api, experiments]);
+  return summaries;
+}

@@ -1,0 +1,63 @@
+// A new experiment from the list view: what the edge agent needs before its first flight (it takes the
+// experiment's id and registers its datasets itself), so a newcomer needs neither curl nor the CLI. Once
+// made, the page says how to stream a flight into it.
+import type { ConsoleSession, Experiment } from '@sortie/contracts';
+import { h, type VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import { SortieApiError, type ConsoleApi } from './api.ts';
+import { need } from './scopes.ts';
+
+function message(e: unknown): string {
+  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession; onCreated: (experiment: Experiment) => void }): VNode<any> {
+  const write = need(props.session.scopes, 'datasets:write');
+  const [name, setName] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const [created, setCreated] = useState<Experiment | undefined>();
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const experiment = await props.api.createExperiment({ name });
+      setCreated(experiment);
+      setName('');
+      setError('');
+      props.onCreated(experiment);
+    } catch (err) {
+      setError(message(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return h('div', { class: 'new-experiment' }, [
+    h('form', { 'aria-label': 'New experiment', onSubmit: (e: Event) => void submit(e) }, [
+      h('label', { for: 'experiment-name' }, 'New experiment'),
+      h('div', { class: 'inline' }, [
+        h('input', {
+          id: 'experiment-name',
+          value: name,
+          maxLength: 200,
+          placeholder: 'Hover test 12',
+          disabled: write.disabled,
+          onInput: (e: Event) => setName((e.target as HTMLInputElement).value),
+        }),
+        h('button', { type: 'submit', disabled: write.disabled || busy || name.trim() === '' }, 'Create'),
+      ]),
+      write.note,
+    ]),
+    error ? h('p', { class: 'error', role: 'alert' }, error) : null,
+    created
+      ? h('div', { class: 'agent-hint', role: 'status' }, [
+          h('p', null, [h('strong', null, created.name), ' created. Stream a flight into it with the edge agent:']),
+          h('code', { 'data-testid': 'agent-command' }, `npm run agent -- --experiment ${created.id} --source file:flight.tlog --spool-dir .sortie-data/agent-spool`),
+          h('p', { class: 'muted' }, 'with SORTIE_URL and SORTIE_API_KEY exported, as for the sortie CLI (README, quick start).'),
+        ])
+      : null,
+  ]);
+}

@@ -1,0 +1,130 @@
+// The console's lists as a newcomer and a flight-test engineer use them, in real Chromium against the real
+// service: a flight is found by what the list says of it (date, duration, vehicle, autopilot, frames)
+// without opening it, on synthetic streams of autopilots nobody on the project flew (an ArduSub dive whose
+// companion computer sends HEARTBEATs too, a PX4 mission) and a wide test-stand dataset; the first
+// experiment is made from the list view itself; and the whole walk raises no CSP report.
+import type { Browser, Page } from 'playwright-core';
+import { createSortieClient, type SortieClient } from '@sortie/client';
+import { createStreamSubmitClient } from '@sortie/client/node';
+import { startTestService, type TestOrg, type TestService } from '@sortie/cloud/testing';
+import { ardusubDiveWithCompanion, px4Mission, type SyntheticFrame } from '@sortie/contracts/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { launchChromium, seriousAxeViolations, SKIP_BROWSER, watchPageProblems } from './browser.ts';
+
+vi.setConfig({ expect: { poll: { timeout: 10_000, interval: 50 } } });
+
+/** Flights of 5 January 2026, 09:00 UTC: fixed, so the list's date is known. */
+const START_US = Date.UTC(2026, 0, 5, 9, 0, 0) * 1000;
+
+describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
+  let t: TestService;
+  let org: TestOrg;
+  let client: SortieClient;
+  let browser: Browser;
+  let page: Page;
+  /** One list per page, filled as problems arrive (browser.ts). */
+  const problems: string[][] = [];
+  let experimentId: string;
+  const datasets = new Map<string, string>();
+
+  /** A MAVLink flight as the agent sends it (one dataset per system id), each frame received 3 ms after it was sent. */
+  async function flight(name: string, frames: readonly SyntheticFrame[]): Promise<void> {
+    const { datasetId } = await client.datasets.register({ experimentId, datasetName: name, storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' });
+    const at = (us: number) => ({ seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 });
+    const points = frames.map((f, i) => ({ timestamp: at(START_US + f.atUs + 3_000), type: { case: 'bytes' as const, value: f.bytes }, frameSeq: BigInt(i + 1) }));
+    const sent = await createStreamSubmitClient({ grpcUrl: t.service.grpcUrl, apiKey: org.key }).streamSubmit({ experimentId, datasetId, format: 'mavlink-raw-v1' }, [{ points }]);
+    expect(sent.written).toBe(frames.length);
+    datasets.set(name, datasetId);
+  }
+
+  /** The facts the list shows under a dataset, by kind. */
+  const facts = (name: string) =>
+    page.locator('.datasets li').filter({ has: page.locator('a', { hasText: new RegExp(`^${name}$`) }) }).locator('[data-fact]').evaluateAll((els) =>
+      Object.fromEntries(els.map((e) => [(e as HTMLElement).dataset.fact, e.textContent])),
+    );
+
+  beforeAll(async () => {
+    t = await startTestService();
+    // The list marks flights live by the service's clock; it follows the wall clock here.
+    t.clock.set(new Date());
+    org = await t.createOrg('Harbour Ops');
+    client = createSortieClient({ baseUrl: t.url, apiKey: org.key });
+    experimentId = (await client.experiments.create({ name: 'Real-world autopilots' })).id;
+    await flight('bluerov-sys1', ardusubDiveWithCompanion(20));
+    await flight('px4-sys1', px4Mission(10));
+    const stand = await client.datasets.register({ experimentId, datasetName: 'thrust-stand', channels: [{ name: 'thrust', unit: 'N' }, { name: 'rpm', unit: '1/min', dataType: 'int32' }] });
+    await client.datasets.append({
+      experimentId,
+      datasetId: stand.datasetId,
+      rows: Array.from({ length: 120 }, (_, i) => ({ timestamp: new Date(START_US / 1000 + 3_600_000 + i * 500).toISOString(), values: { thrust: 12 + i / 100, rpm: 5400 + i } })),
+    });
+    datasets.set('thrust-stand', stand.datasetId);
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+  });
+
+  /** Signs in with `key` in a tab of its own, as a newcomer would. */
+  async function signIn(key: string): Promise<void> {
+    await page?.close();
+    page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+    problems.push(await watchPageProblems(page));
+    await page.goto(`${t.url}/`);
+    await page.fill('#api-key', key);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('[data-testid=organization]');
+  }
+
+  it("flights show their date, duration, vehicle type, autopilot and frame count; the companion computer's HEARTBEAT names nothing", async () => {
+    await signIn(org.key);
+    await expect.poll(() => facts('bluerov-sys1')).toEqual({
+      date: '2026-01-05 09:00 UTC',
+      duration: '19.9 s',
+      vehicle: 'submarine',
+      autopilot: 'ArduSub',
+      frames: `${ardusubDiveWithCompanion(20).length.toLocaleString('en-US')} frames`,
+    });
+    await expect.poll(() => facts('px4-sys1')).toEqual({ date: '2026-01-05 09:00 UTC', duration: '9.98 s', vehicle: 'quadrotor', autopilot: 'PX4', frames: `${px4Mission(10).length} frames` });
+    // A test-stand dataset: when and how long, and its samples (no vehicle, no frames).
+    await expect.poll(() => facts('thrust-stand')).toEqual({ date: '2026-01-05 10:00 UTC', duration: '59.5 s', samples: '240 samples' });
+    // The exact ends are a hover away.
+    expect(await page.locator('.datasets li', { hasText: 'px4-sys1' }).locator('[data-fact=duration]').getAttribute('title')).toMatch(/^first to last sample, until 2026-01-05T09:00:09\.\d+Z$/);
+    expect(await seriousAxeViolations(page), 'axe on the list').toEqual([]);
+  });
+
+  it('a new experiment from the list view: listed at once, with the agent command that streams a flight into it', async () => {
+    await page.fill('#experiment-name', 'Hover test 12');
+    await page.click('form[aria-label="New experiment"] button[type=submit]');
+    await expect.poll(() => page.locator('[data-testid=agent-command]').textContent()).toMatch(/^npm run agent -- --experiment [0-9a-f-]{36} --source/);
+    const id = /--experiment ([0-9a-f-]{36})/.exec((await page.locator('[data-testid=agent-command]').textContent())!)![1]!;
+    expect((await client.experiments.list()).find((e) => e.id === id)?.name).toBe('Hover test 12');
+    await expect.poll(() => page.locator('.experiment-name').allTextContents()).toContain('Hover test 12');
+    expect(await page.inputValue('#experiment-name')).toBe('');
+    // A blank name is not sent.
+    await page.fill('#experiment-name', ' ');
+    expect(await page.locator('form[aria-label="New experiment"] button[type=submit]').isDisabled()).toBe(true);
+    expect(await seriousAxeViolations(page), 'axe after creating').toEqual([]);
+  });
+
+  it('a key that may only read sees the form disabled, saying which scope it needs', async () => {
+    const { apiKey } = await org.keyWith(['datasets:read', 'telemetry:read']);
+    await signIn(apiKey);
+    await page.locator('form[aria-label="New experiment"]').waitFor();
+    expect(await page.locator('#experiment-name').isDisabled()).toBe(true);
+    expect(await page.locator('form[aria-label="New experiment"] .needs').textContent()).toBe('needs the datasets:write scope');
+  });
+
+  it('a whole walk (sign-in, list, a new experiment, a flight with plots, webhooks) raised no CSP report or page error', async () => {
+    await signIn(org.key);
+    await page.goto(`${t.url}/?experiment=${experimentId}&dataset=${datasets.get('px4-sys1')}&channel=${encodeURIComponent('mavlink.ATTITUDE.roll')}`);
+    await page.locator('figure.pane[data-channel="mavlink.ATTITUDE.roll"]').waitFor();
+    await page.click('nav >> text=Webhooks');
+    await page.locator('form[aria-label="Add an endpoint"]').waitFor();
+    await page.click('nav >> text=Flights and data');
+    await page.locator('form[aria-label="New experiment"]').waitFor();
+    expect(problems.flat()).toEqual([]);
+  });
+});
