@@ -56,6 +56,7 @@ const pureTests = [
   'edge-agent/src/link/link-loss-detector.test.ts',
   'edge-agent/src/pipeline/chunk-ledger.test.ts',
   'edge-agent/src/record/agent-record.test.ts',
+  'edge-agent/src/sources/capture-clock.test.ts',
   'edge-agent/src/sources/chunk-queue.test.ts',
   'edge-agent/src/sources/replay-pacer.test.ts',
   'edge-agent/src/spool/record-format.test.ts',
