@@ -6,6 +6,9 @@ import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { loadSync } from '@grpc/proto-loader';
 import { describe, expect, it } from 'vitest';
 import {
+  FollowEventSchema,
+  FollowRequestSchema,
+  FollowUpdateSchema,
   PointBatchSchema,
   QueryRequestSchema,
   QueryResponseSchema,
@@ -194,6 +197,26 @@ describe('QueryRequest', () => {
   });
 });
 
+describe('Follow messages', () => {
+  it('keep the field numbers the contract documents', () => {
+    expect(fieldNumbers(FollowRequestSchema)).toEqual({ experiment_id: 1, dataset_id: 2, channel_ids: 3, window_ms: 4, max_points_per_window: 5 });
+    expect(fieldNumbers(FollowUpdateSchema)).toEqual({ reset: 1, series: 2, head: 3, events: 4, commands: 5, dropped: 6 });
+    expect(fieldNumbers(FollowEventSchema)).toEqual({ id: 1, time: 2, kind: 3, message: 4, data: 5 });
+  });
+
+  it('carries an event\'s data and a command as JSON objects (google.protobuf.Struct)', () => {
+    const { decoded } = roundTrip(FollowUpdateSchema, {
+      reset: true,
+      events: [{ id: 'e', kind: 'LIMIT', data: { severity: 'critical', worstValue: 1.5, end: null, active: true } }],
+      commands: [{ id: 'c', status: 'acked', args: { altitude: 30 } }],
+      dropped: 2n,
+    });
+    expect(decoded.events[0]!.data).toEqual({ severity: 'critical', worstValue: 1.5, end: null, active: true });
+    expect(decoded.commands[0]).toEqual({ id: 'c', status: 'acked', args: { altitude: 30 } });
+    expect(decoded.dropped).toBe(2n);
+  });
+});
+
 describe('other messages', () => {
   it('keep the field numbers the contract documents', () => {
     expect(fieldNumbers(StreamSessionHeaderSchema)).toEqual({ experiment_id: 1, dataset_id: 2, format: 3 });
@@ -255,7 +278,7 @@ describe('other messages', () => {
 });
 
 describe('TelemetryService', () => {
-  it('has the three rpcs with the right shapes in the generated descriptor', () => {
+  it('has the four rpcs with the right shapes in the generated descriptor', () => {
     expect(TelemetryService.typeName).toBe('sortie.telemetry.v1.TelemetryService');
     expect(TelemetryService.methods.map((m) => [m.name, m.methodKind, m.input.typeName, m.output.typeName])).toEqual([
       ['Submit', 'unary', 'sortie.telemetry.v1.SubmitRequest', 'sortie.telemetry.v1.SubmitResponse'],
@@ -266,11 +289,12 @@ describe('TelemetryService', () => {
         'sortie.telemetry.v1.StreamSubmitResponse',
       ],
       ['Query', 'unary', 'sortie.telemetry.v1.QueryRequest', 'sortie.telemetry.v1.QueryResponse'],
+      ['Follow', 'server_streaming', 'sortie.telemetry.v1.FollowRequest', 'sortie.telemetry.v1.FollowUpdate'],
     ]);
   });
 
   it('loads from the .proto at run time with @grpc/proto-loader', () => {
-    // proto-loader (protobufjs) bundles google/protobuf/{timestamp,empty}.proto and resolves them before
+    // proto-loader (protobufjs) bundles google/protobuf/{timestamp,empty,struct}.proto and resolves them before
     // consulting includeDirs, so only our own source root is needed here.
     const protoRoot = resolve(import.meta.dirname, '..', '..', 'proto');
     const definition = loadSync('sortie/telemetry/v1/telemetry.proto', { includeDirs: [protoRoot] });
@@ -286,9 +310,11 @@ describe('TelemetryService', () => {
       Submit: ['/sortie.telemetry.v1.TelemetryService/Submit', false, false],
       StreamSubmit: ['/sortie.telemetry.v1.TelemetryService/StreamSubmit', true, false],
       Query: ['/sortie.telemetry.v1.TelemetryService/Query', false, false],
+      Follow: ['/sortie.telemetry.v1.TelemetryService/Follow', false, true],
     });
     // The well-known types came through as well.
     expect(definition['google.protobuf.Timestamp']).toBeDefined();
     expect(definition['google.protobuf.Empty']).toBeDefined();
+    expect(definition['google.protobuf.Struct']).toBeDefined();
   });
 });
