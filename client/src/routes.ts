@@ -49,6 +49,7 @@ export const OPERATIONS = {
   webhooks: {
     create: 'createWebhook',
     list: 'listWebhooks',
+    update: 'updateWebhook',
     rotate: 'rotateWebhook',
     delete: 'deleteWebhook',
     deliveries: 'listDeliveries',

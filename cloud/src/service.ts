@@ -258,6 +258,8 @@ export class SortieService {
     this.#adminSocket = undefined;
     await this.#keys?.stop();
     this.#keys = undefined;
+    // Limit evaluations handed over by the last batches are stored (their webhook jobs go to delivery next).
+    await this.ctx.limits.settled();
     // After HTTP: no new dispatch can arrive; attempts in flight finish and are recorded.
     logger.info({ phase: 'drain-delivery' }, 'shutdown: listeners closed; finishing delivery attempts in flight');
     await this.delivery.stop();

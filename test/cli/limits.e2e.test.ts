@@ -4,8 +4,9 @@ import { createSortieClient, type SortieClient } from '@sortie/client';
 import { startTestService, type TestOrg, type TestService } from '@sortie/cloud/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// `sortie limits list|create|delete` through `run` (what the bin calls) against the real service, and
-// the LIMIT event a rule made by the CLI produces on append, listed by `sortie events`.
+// `sortie limits list|create|delete` through `run` (what the bin calls) against the real service, the
+// LIMIT event a rule made by the CLI produces on append, listed by `sortie events`, and opting a webhook
+// endpoint in to limit crossings.
 let t: TestService;
 let org: TestOrg;
 let client: SortieClient;
@@ -28,7 +29,8 @@ async function sortie(args: string[]) {
 }
 
 beforeAll(async () => {
-  t = await startTestService();
+  // Webhook URLs may name loopback (nothing is delivered: no command is dispatched here).
+  t = await startTestService({ env: { SORTIE_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' } });
   org = await t.createOrg('cli limits');
   client = createSortieClient({ baseUrl: t.url, apiKey: org.key });
   experimentId = (await client.experiments.create({ name: 'test day' })).id;
@@ -86,5 +88,20 @@ describe('sortie limits', () => {
     const typo = await sortie(['limits', 'create', 'mavlink.ATTITUDE.rol', '--experiment', experimentId, '--above', '1']);
     expect(typo.code).toBe(1);
     expect(typo.stderr).toMatch(/400 invalid_request: .*\n {2}signal: no numeric MAVLink field is named mavlink\.ATTITUDE\.rol/);
+  });
+
+  it('webhooks create --limit-events, and webhooks update --limit-events on|off', async () => {
+    const created = await sortie(['webhooks', 'create', 'https://127.0.0.1:8443/limits', '--limit-events']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^limitEvents\s+true$/m);
+    const id = /^id\s+(\S+)$/m.exec(created.stdout)![1]!;
+    const off = await sortie(['webhooks', 'update', id, '--limit-events', 'off', '--label', 'muted']);
+    expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).toMatch(/^label\s+muted$/m);
+    expect(off.stdout).toMatch(/^limitEvents\s+false$/m);
+    expect((await client.webhooks.list()).find((e) => e.id === id)).toMatchObject({ label: 'muted', limitEvents: false });
+    expect((await sortie(['webhooks', 'update', id, '--limit-events', 'maybe'])).code).toBe(2);
+    const plain = JSON.parse((await sortie(['webhooks', 'create', 'https://127.0.0.1:8443/commands', '--json'])).stdout);
+    expect(plain.limitEvents).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 import type { CommandSpec } from '../context.ts';
 import { integerValue, stringValue } from '../context.ts';
+import { CliError } from '../exit-codes.ts';
 import { json, table } from '../output.ts';
 import { record } from './commands.ts';
 
@@ -26,14 +27,28 @@ export const WEBHOOKS_GROUP: CommandSpec[] = [
   {
     words: ['webhooks', 'create'],
     usage: '<url>',
-    summary: 'register an https endpoint (--label TEXT); prints its whsec_ secret once',
-    options: { label: { type: 'string' } },
+    summary: 'register an https endpoint (--label TEXT; --limit-events: limit crossings too, not only commands); prints its whsec_ secret once',
+    options: { label: { type: 'string' }, 'limit-events': { type: 'boolean' } },
     required: 1,
     async run(ctx) {
       const url = ctx.args[0]!;
-      const endpoint = await ctx.client.webhooks.create({ url, label: stringValue(ctx.values, 'label') ?? new URL(url).host });
-      ctx.out(ctx.json ? json(endpoint) : record({ id: endpoint.id, label: endpoint.label, url: endpoint.url, secret: endpoint.secret }));
+      const endpoint = await ctx.client.webhooks.create({ url, label: stringValue(ctx.values, 'label') ?? new URL(url).host, limitEvents: ctx.values['limit-events'] === true });
+      ctx.out(ctx.json ? json(endpoint) : record({ id: endpoint.id, label: endpoint.label, url: endpoint.url, limitEvents: endpoint.limitEvents, secret: endpoint.secret }));
       if (!ctx.json) ctx.note(SECRET_NOTE);
+    },
+  },
+  {
+    words: ['webhooks', 'update'],
+    usage: '<endpointId>',
+    summary: "change an endpoint's --label TEXT, or whether it receives limit crossings (--limit-events on|off)",
+    options: { label: { type: 'string' }, 'limit-events': { type: 'string' } },
+    required: 1,
+    async run(ctx) {
+      const flag = stringValue(ctx.values, 'limit-events');
+      if (flag !== undefined && flag !== 'on' && flag !== 'off') throw new CliError(`--limit-events is on or off, not "${flag}"`);
+      const label = stringValue(ctx.values, 'label');
+      const endpoint = await ctx.client.webhooks.update({ id: ctx.args[0]!, ...(label !== undefined && { label }), ...(flag !== undefined && { limitEvents: flag === 'on' }) });
+      ctx.out(ctx.json ? json(endpoint) : record({ id: endpoint.id, label: endpoint.label, url: endpoint.url, limitEvents: endpoint.limitEvents }));
     },
   },
   {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import { CommandDispatchedBodySchema, PingBodySchema, TelemetryService } from '@sortie/contracts';
+import { CommandDispatchedBodySchema, LimitCrossingBodySchema, PingBodySchema, TelemetryService } from '@sortie/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureFrames, fixturePoints } from '../telemetry/narrow/fixture-frames.ts';
 import { RECEIVER_HOST, startDeliveryFixture, type DeliveryFixture } from '../testing/delivery-fixture.ts';
@@ -9,7 +9,7 @@ import { startHttpsReceiver, type TestReceiver } from '../testing/https-receiver
 import type { TestOrg } from '../testing/test-service.ts';
 import { CONNECT_EXAMPLES } from './grpc-page.ts';
 import { mavlinkCatalogue, searchCatalogue } from './mavlink-page.ts';
-import { EXAMPLE_DISPATCHED, EXAMPLE_PING, PYTHON_VERIFY } from './webhooks-page.ts';
+import { EXAMPLE_DISPATCHED, EXAMPLE_LIMIT, EXAMPLE_PING, PYTHON_VERIFY } from './webhooks-page.ts';
 
 /**
  * The guides under /docs checked against the running service: the curl walk-through answers what the
@@ -105,6 +105,8 @@ describe('/docs/webhooks', () => {
     expect(html).toContain(JSON.stringify(EXAMPLE_PING, null, 2));
     expect(CommandDispatchedBodySchema.parse(EXAMPLE_DISPATCHED)).toEqual(EXAMPLE_DISPATCHED);
     expect(PingBodySchema.parse(EXAMPLE_PING)).toEqual(EXAMPLE_PING);
+    expect(html).toContain(JSON.stringify(EXAMPLE_LIMIT, null, 2));
+    expect(LimitCrossingBodySchema.parse(EXAMPLE_LIMIT)).toEqual(EXAMPLE_LIMIT);
     for (const name of ['x-sortie-event', 'x-sortie-delivery', 'x-sortie-timestamp', 'x-sortie-signature', 'Sortie-Webhook/1']) expect(html).toContain(name);
     // The fixture's SORTIE_WEBHOOK_RETRY_SCHEDULE and time-out, as configured.
     expect(html).toContain('retried after 50 ms (the last wait repeats');

@@ -29,7 +29,7 @@ export const COMMAND_COLUMNS = columnsOf<CommandRow>()([
 /** Every column of `webhook_endpoints`, in the table's order: health, secrets and URL checks read them. */
 export const ENDPOINT_COLUMNS = columnsOf<WebhookEndpointRow>()([
   'id', 'organization_id', 'label', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'rotating_until', 'disabled_at',
-  'disabled_reason', 'consecutive_failures', 'deleted_at', 'created_at', 'updated_at',
+  'disabled_reason', 'consecutive_failures', 'deleted_at', 'created_at', 'updated_at', 'limit_events',
 ]);
 
 /** `Row` with every column renamed `<prefix><column>`; null when a left join found nothing. */

@@ -213,15 +213,26 @@ export interface WebhookEndpointsTable {
   deleted_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: Timestamp;
+  /** Also receives limit events (`limit.crossing`); off unless the organization opted the endpoint in. */
+  limit_events: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export type DeliveryJobState = 'pending' | 'delivered' | 'failed' | 'abandoned';
 
+/** What a delivery job delivers: a dispatched command, or a LIMIT event's start or end. */
+export type DeliveryEventType = 'command.dispatched' | 'limit.crossing';
+
 export interface DeliveryJobsTable {
   id: string;
   organization_id: string;
-  command_id: string;
+  /** The dispatched command; null for a limit notification. */
+  command_id: string | null;
   endpoint_id: string;
+  event_type: ColumnType<DeliveryEventType, DeliveryEventType | undefined, DeliveryEventType>;
+  /** A limit notification's LIMIT event, its phase, and the body's `event` as it was at that phase. */
+  event_id: string | null;
+  event_phase: 'started' | 'ended' | null;
+  payload: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   state: ColumnType<DeliveryJobState, DeliveryJobState | undefined, DeliveryJobState>;
   attempts: ColumnType<number, number | undefined, number>;
   created_at: CreatedAt;
@@ -238,7 +249,8 @@ export interface DeliveryAttemptsTable {
   id: string;
   organization_id: string;
   job_id: string;
-  command_id: string;
+  /** Null for a limit notification's attempt. */
+  command_id: string | null;
   endpoint_id: string;
   endpoint_url: string;
   event_type: string;

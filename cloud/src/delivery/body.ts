@@ -1,4 +1,4 @@
-import type { CommandDispatchedBody } from '@sortie/contracts';
+import { LIMIT_CROSSING_EVENT, type CommandDispatchedBody, type LimitCrossingBody } from '@sortie/contracts';
 import type { CommandRow } from '../db/schema.ts';
 
 export const COMMAND_DISPATCHED = 'command.dispatched';
@@ -34,6 +34,14 @@ export function commandDispatchedBody(input: {
     ack: { url: input.ackUrl, token: input.ackToken, deadline: command.ack_deadline_at!.toISOString() },
     arming: { expiresAt: input.armingExpiresAt.toISOString() },
   };
+}
+
+/**
+ * A `limit.crossing` body: the LIMIT event as it was when the notification was made (the job's payload,
+ * written by limits/ with the event's start or end), and when this attempt was sent.
+ */
+export function limitCrossingBody(payload: Record<string, unknown>, sentAt: Date): LimitCrossingBody {
+  return { eventType: LIMIT_CROSSING_EVENT, sentAt: sentAt.toISOString(), event: payload.event as LimitCrossingBody['event'] };
 }
 
 /** X-Sortie-Delivery: the job id is stable across the attempt series; `.N` names the attempt. */

@@ -1,14 +1,14 @@
-import { generateAckToken } from '@sortie/contracts';
+import { generateAckToken, LIMIT_CROSSING_EVENT } from '@sortie/contracts';
 import { isArmed } from '../arming/arming.ts';
 import type { AppContext } from '../platform/context.ts';
 import { sha256HexSync, signWebhookSync } from '../crypto/node-crypto.ts';
-import type { ArmingRow } from '../db/schema.ts';
+import type { ArmingRow, WebhookEndpointRow } from '../db/schema.ts';
 import type { DeliveryOutcome } from '../platform/metrics.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
 import { cachedSecretOpener } from '../webhooks/secret-box.ts';
 import { checkWebhookUrl } from '../net/url-guard.ts';
 import { classifyStatus, nextAttemptDelay, type AttemptVerdict } from './backoff.ts';
-import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId } from './body.ts';
+import { COMMAND_DISPATCHED, commandDispatchedBody, deliveryId, limitCrossingBody } from './body.ts';
 import { AUTO_DISABLE_AFTER_FAILURES, disableFailingEndpoint, type EndpointHealth } from './endpoint-health.ts';
 import { finishJob, leaseAndLoadMany, readJobState, recordAttempts, type AttemptRecord, type LoadedJob } from './jobs.ts';
 import type { InlineJob } from '../platform/outbox.ts';
@@ -80,6 +80,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
       return nak(BUSY_RETRY_MS);
     }
 
+    if (loaded.job.event_type === LIMIT_CROSSING_EVENT) return attemptLimitNotification(job.jobId, loaded, now);
     const { command, endpoint, arming } = loaded;
     if (!command) return stop(job.jobId, 'command no longer exists');
     if (!endpoint || endpoint.deleted_at) return stop(job.jobId, 'endpoint deleted');
@@ -106,23 +107,53 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
     return attemptLoaded(job.jobId, loaded, job.ackToken, clock.now());
   };
 
-  const attemptLoaded = async (jobId: string, loaded: Attemptable, ackToken: string, now: Date): Promise<JobDecision> => {
+  const attemptLoaded = (jobId: string, loaded: Attemptable, ackToken: string, now: Date): Promise<JobDecision> => {
+    const { command, arming } = loaded;
+    return attemptSend(jobId, loaded.job, loaded.endpoint, now, {
+      eventType: COMMAND_DISPATCHED,
+      body: () => commandDispatchedBody({ command, ackUrl: `${ctx.config.publicUrl}/api/commands/ack`, ackToken, armingExpiresAt: arming.expires_at, sentAt: now }),
+      deadline: command.ack_deadline_at!,
+      pastDeadline: 'ack deadline reached before the next attempt',
+      about: { commandId: command.id },
+    });
+  };
+
+  /**
+   * A limit notification (limits/notify.ts wrote it with the event as it was): delivered like a command,
+   * to an endpoint still there, enabled and still opted in, with retries until LIMIT_NOTIFICATION_WINDOW_MS
+   * after it was made (a crossing's news is stale after that; a command's deadline is its ack deadline).
+   */
+  const attemptLimitNotification = (jobId: string, loaded: LoadedJob, now: Date): Promise<JobDecision> => {
+    const { endpoint, job } = loaded;
+    if (!endpoint || endpoint.deleted_at) return stop(jobId, 'endpoint deleted');
+    if (!isDeliverable(endpoint)) return stop(jobId, 'endpoint disabled');
+    if (!endpoint.limit_events) return stop(jobId, 'endpoint no longer receives limit events');
+    const deadline = new Date(job.created_at.getTime() + LIMIT_NOTIFICATION_WINDOW_MS);
+    if (deadline <= now) return stop(jobId, 'limit notification older than its delivery window');
+    return attemptSend(jobId, job, endpoint, now, {
+      eventType: LIMIT_CROSSING_EVENT,
+      body: () => limitCrossingBody(job.payload!, now),
+      deadline,
+      pastDeadline: 'delivery window of the limit notification reached before the next attempt',
+      about: { eventId: String((job.payload!.event as { id?: unknown } | undefined)?.id) },
+    });
+  };
+
+  /** One POST of `message` to `endpoint` (URL rules again, every live secret), recorded, and what happens next. */
+  const attemptSend = async (jobId: string, loadedJob: AttemptRecord['job'], endpoint: WebhookEndpointRow, now: Date, message: Message): Promise<JobDecision> => {
     const job = { jobId }; // for the log lines and stops below, shared with the queue's path
-    const { command, endpoint, arming } = loaded;
-    const deadline = command.ack_deadline_at!;
-    const attempt = loaded.job.attempts + 1;
+    const deadline = message.deadline;
+    const attempt = loadedJob.attempts + 1;
     const id = deliveryId(job.jobId, attempt);
     const check = await checkWebhookUrl(endpoint.url, ctx.webhookGuard);
     let answer: WebhookAnswer;
     if (!check.ok) {
       answer = { response: '', error: `refused by the URL rules: ${check.message}`, durationMs: 0 };
     } else {
-      const body = JSON.stringify(
-        commandDispatchedBody({ command, ackUrl: `${ctx.config.publicUrl}/api/commands/ack`, ackToken, armingExpiresAt: arming.expires_at, sentAt: now }),
-      );
+      const body = JSON.stringify(message.body());
       const headers = signWebhookSync({
         secrets: liveSecrets(endpoint, ctx.secretKey, now, openSecret),
-        eventType: COMMAND_DISPATCHED,
+        eventType: message.eventType,
         deliveryId: id,
         rawBody: body,
         nowMs: now.getTime(),
@@ -151,7 +182,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
         random: deps.random?.(),
       });
       if (delay === undefined) {
-        next = { state: 'abandoned', reason: 'ack deadline reached before the next attempt', at: after };
+        next = { state: 'abandoned', reason: message.pastDeadline, at: after };
         decision = ack();
       } else {
         next = { state: 'pending', nextAttemptAt: new Date(after.getTime() + delay) };
@@ -161,11 +192,11 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
 
     const postSeconds = check.ok ? answer.durationMs / 1000 : undefined;
     const streak = await records.submit({
-      job: loaded.job,
+      job: loadedJob,
       endpointUrl: endpoint.url,
       attempt,
       deliveryId: id,
-      eventType: COMMAND_DISPATCHED,
+      eventType: message.eventType,
       statusCode: answer.statusCode ?? null,
       response: answer.response,
       error: answer.error ?? (verdict === 'success' ? null : describeFailure(answer)),
@@ -176,7 +207,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
     });
     deps.onAttempt?.({ jobId: job.jobId, verdict, statusCode: answer.statusCode ?? 0 });
     logger.debug(
-      { jobId: job.jobId, commandId: command.id, endpointId: endpoint.id, attempt, statusCode: answer.statusCode, error: answer.error, verdict },
+      { jobId: job.jobId, ...message.about, eventType: message.eventType, endpointId: endpoint.id, attempt, statusCode: answer.statusCode, error: answer.error, verdict },
       'delivery attempt',
     );
 
@@ -200,8 +231,31 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   return { handle, attemptInline };
 }
 
+/** What one attempt sends, and until when its retries may start. */
+interface Message {
+  eventType: string;
+  /** Built only once the URL passed its check, at the attempt's instant. */
+  body: () => object;
+  deadline: Date;
+  /** Why the job stops when the next attempt would start after `deadline`. */
+  pastDeadline: string;
+  /** What the log line names: the command, or the LIMIT event. */
+  about: Record<string, string>;
+}
+
+/**
+ * How long a limit notification is retried after it was made: an hour, as long as a command's longest ack
+ * deadline. Past it the news is stale (the console and Follow have long shown it) and the job is abandoned.
+ */
+export const LIMIT_NOTIFICATION_WINDOW_MS = 3_600_000;
+
 /** A leased job with everything its attempt reads present. */
-type Attemptable = LoadedJob & { command: NonNullable<LoadedJob['command']>; endpoint: NonNullable<LoadedJob['endpoint']>; arming: NonNullable<LoadedJob['arming']> };
+type Attemptable = Omit<LoadedJob, 'job'> & {
+  job: AttemptRecord['job'];
+  command: NonNullable<LoadedJob['command']>;
+  endpoint: NonNullable<LoadedJob['endpoint']>;
+  arming: NonNullable<LoadedJob['arming']>;
+};
 
 /** What the engine runs: the queue's handler, and first attempts made at dispatch. */
 export interface DeliveryWorker {

@@ -72,7 +72,7 @@ it('a lease loads the command, endpoint and arming as Kysely reads them', async 
     .execute();
   const [loaded] = await leaseAndLoadMany(db, { now: new Date(), leaseMs: 30_000, items: [{ jobId: jobs[1]!, tokenHash: 'i'.repeat(64) }] });
   expect(loaded).toEqual({
-    job: { id: jobs[1], organization_id: ids.org, command_id: ids.cmd, endpoint_id: endpoints[1], attempts: 0 },
+    job: { id: jobs[1], organization_id: ids.org, command_id: ids.cmd, endpoint_id: endpoints[1], attempts: 0, event_type: 'command.dispatched', payload: null, created_at: expect.any(Date) },
     command: await db.selectFrom('commands').selectAll().where('id', '=', ids.cmd).executeTakeFirstOrThrow(),
     endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoints[1]!).executeTakeFirstOrThrow(),
     arming: { expires_at: expiresAt, disarmed_at: null },
@@ -106,7 +106,7 @@ it('a batch of jobs sharing commands and endpoints loads each job with its own c
   const arming = await db.selectFrom('armings').select(['expires_at', 'disarmed_at']).where('dataset_id', '=', ids.ds).executeTakeFirstOrThrow();
   for (const [i, b] of batch.entries()) {
     expect(loaded[i]).toEqual({
-      job: { id: b.jobId, organization_id: ids.org, command_id: b.command, endpoint_id: b.endpoint, attempts: 0 },
+      job: { id: b.jobId, organization_id: ids.org, command_id: b.command, endpoint_id: b.endpoint, attempts: 0, event_type: 'command.dispatched', payload: null, created_at: expect.any(Date) },
       command: await db.selectFrom('commands').selectAll().where('id', '=', b.command).executeTakeFirstOrThrow(),
       endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', b.endpoint).executeTakeFirstOrThrow(),
       arming,

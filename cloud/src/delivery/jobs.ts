@@ -113,7 +113,8 @@ export async function finishJob(db: Executor, input: { jobId: string; state: Exc
 
 /** What one attempt needs, read in the statement that takes the lease. */
 export interface LoadedJob {
-  job: Pick<DeliveryJobRow, 'id' | 'organization_id' | 'command_id' | 'endpoint_id' | 'attempts'>;
+  /** A limit notification (`event_type` limit.crossing) carries its body's event in `payload` and no command. */
+  job: Pick<DeliveryJobRow, 'id' | 'organization_id' | 'command_id' | 'endpoint_id' | 'attempts' | 'event_type' | 'payload' | 'created_at'>;
   command: CommandRow | undefined;
   endpoint: WebhookEndpointRow | undefined;
   arming: Pick<ArmingRow, 'expires_at' | 'disarmed_at'> | undefined;
@@ -152,7 +153,7 @@ export async function leaseAndLoadMany(
       update delivery_jobs j set leased_until = ${leaseUntil}, published_at = coalesce(j.published_at, ${input.now})
       from input i
       where j.id = i.job_id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
-      returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, i.token_hash
+      returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, j.event_type, j.payload, j.created_at, i.token_hash
     ),
     minted as (
       insert into ack_tokens (token_hash, command_id, expires_at)
@@ -171,7 +172,8 @@ export async function leaseAndLoadMany(
     )
     select
       l.id as job_id, l.organization_id as job_organization_id, l.command_id as job_command_id,
-      l.endpoint_id as job_endpoint_id, l.attempts as job_attempts,
+      l.endpoint_id as job_endpoint_id, l.attempts as job_attempts, l.event_type as job_event_type,
+      l.payload as job_payload, l.created_at as job_created_at,
       m.token_hash is not null as minted,
       ${PREFIXED_COLUMNS},
       a.expires_at as a_expires_at, a.disarmed_at as a_disarmed_at
@@ -194,7 +196,7 @@ export async function leaseAndLoadMany(
     }
     if (r.e_id !== null) endpoints.set(r.e_id, unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS));
   }
-  const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r, commands.get(r.job_command_id), endpoints.get(r.job_endpoint_id))]));
+  const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r, r.job_command_id === null ? undefined : commands.get(r.job_command_id), endpoints.get(r.job_endpoint_id))]));
   // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
   const handedOut = new Set<string>();
   return input.items.map((i) => {
@@ -210,7 +212,16 @@ function toLoadedJob(
   endpoint: WebhookEndpointRow | undefined,
 ): LoadedJob {
   return {
-    job: { id: r.job_id, organization_id: r.job_organization_id, command_id: r.job_command_id, endpoint_id: r.job_endpoint_id, attempts: r.job_attempts },
+    job: {
+      id: r.job_id,
+      organization_id: r.job_organization_id,
+      command_id: r.job_command_id,
+      endpoint_id: r.job_endpoint_id,
+      attempts: r.job_attempts,
+      event_type: r.job_event_type,
+      payload: r.job_payload,
+      created_at: r.job_created_at,
+    },
     command: command?.command,
     endpoint,
     arming: command?.arming,
@@ -219,7 +230,7 @@ function toLoadedJob(
 }
 
 export interface AttemptRecord {
-  job: LoadedJob['job'];
+  job: Pick<LoadedJob['job'], 'id' | 'organization_id' | 'command_id' | 'endpoint_id' | 'attempts'>;
   endpointUrl: string;
   attempt: number;
   deliveryId: string;
@@ -246,10 +257,13 @@ export async function recordAttempts(db: Executor | HotTarget, attempts: readonl
   const commands = new Map<string, { n: number; deliveredAt: Date | null }>();
   const endpoints = new Map<string, { reset: boolean; add: number }>();
   for (const a of [...attempts].sort((x, y) => x.attemptedAt.getTime() - y.attemptedAt.getTime())) {
-    const c = commands.get(a.job.command_id) ?? { n: 0, deliveredAt: null };
-    c.n += 1;
-    if (a.success && (c.deliveredAt === null || a.attemptedAt < c.deliveredAt)) c.deliveredAt = a.attemptedAt;
-    commands.set(a.job.command_id, c);
+    // A limit notification has no command to count on; its endpoint's streak counts all the same.
+    if (a.job.command_id !== null) {
+      const c = commands.get(a.job.command_id) ?? { n: 0, deliveredAt: null };
+      c.n += 1;
+      if (a.success && (c.deliveredAt === null || a.attemptedAt < c.deliveredAt)) c.deliveredAt = a.attemptedAt;
+      commands.set(a.job.command_id, c);
+    }
     const e = endpoints.get(a.job.endpoint_id) ?? { reset: false, add: 0 };
     if (a.success) {
       e.reset = true;

@@ -12,7 +12,8 @@ import { listDeliveryAttempts } from './queries.ts';
 export function toDeliveryAttempt(row: DeliveryAttemptRow): DeliveryAttempt {
   return {
     id: row.id,
-    commandId: row.command_id,
+    // Listed by command only (the query names one), so never a limit notification's attempt.
+    commandId: row.command_id!,
     endpointId: row.endpoint_id,
     endpointUrl: row.endpoint_url,
     eventType: row.event_type,

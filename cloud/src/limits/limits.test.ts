@@ -15,6 +15,8 @@ import { SortieService } from '../service.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { tableResolver } from '../testing/table-resolver.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { boundOf, step, type Transition } from './crossing.ts';
+import { loadStoredRules, persistChanges } from './states.ts';
 
 // Limit rules end to end on the real service and PostgreSQL: the routes, then every ingest path (HTTP
 // append, Submit, StreamSubmit, MAVLink) making LIMIT events, hold times across batches, redelivery,
@@ -203,6 +205,28 @@ describe('HTTP append', () => {
     expect((await limitEvents(datasetId)).map((e) => e.id)).toEqual([started!.id]);
   });
 
+  it('a crossing whose event was stored before (its state lost) links to that event: no second event, nobody told twice', async () => {
+    const datasetId = await wideDataset('relinked');
+    const rule = await createRule({ experimentId, datasetId, name: 'thrust', signal: '0', condition: 'above', high: 10 });
+    await append(datasetId, [[0, 20]]);
+    const [first] = await limitEvents(datasetId);
+    // The rule's state is lost; the same crossing is evaluated again from clear.
+    await t.service.ctx.db.deleteFrom('limit_states').where('rule_id', '=', rule.id).execute();
+    const [stored] = (await loadStoredRules(t.service.ctx.db, { id: datasetId, organizationId: org.organizationId, experimentId })).filter((r) => r.rule.id === rule.id);
+    const state = { ...stored!.state };
+    const transitions: Transition[] = [];
+    step(boundOf(stored!.rule), state, (T0 + 0) * 1000, 20, transitions);
+    const result = await persistChanges(t.service.ctx.db, { id: datasetId, organizationId: org.organizationId }, [
+      { rule: stored!.rule, stamp: stored!.stamp, label: 'thrust', expectedVersion: null, openEventId: null, state, transitions },
+    ]);
+    expect(result.events).toEqual([]);
+    expect(state.eventId).toBe(first!.id);
+    expect((await limitEvents(datasetId)).map((e) => e.id)).toEqual([first!.id]);
+    // And the crossing, ended from that state, ends that event.
+    await append(datasetId, [[10, 1]]);
+    expect((await limitEvents(datasetId)).map((e) => [e.id, e.data.end])).toEqual([[first!.id, at(10)]]);
+  });
+
   it('one event per crossing is structural: a second LIMIT row for the same rule, dataset and start is refused by the database', async () => {
     const datasetId = await wideDataset('unique');
     const rule = await createRule({ experimentId, datasetId, name: 'hot', signal: '1', condition: 'above', high: 50 });
@@ -227,6 +251,8 @@ describe('gRPC ingest', () => {
       body: JSON.stringify({ experimentId, datasetId, points: [0, 20, 40, 60].map((ms, i) => ({ timestamp: at(ms), channelId: '1', double: [0, -12, -30, 0][i] })) }),
     });
     expect(await r.json()).toMatchObject({ written: '4' });
+    // gRPC ingest hands batches to the limits without waiting for them to be stored.
+    await t.service.ctx.limits.settled(datasetId);
     const events = await limitEvents(datasetId);
     expect(events.map((e) => [e.timestamp, e.message, e.data.end, e.data.worstValue])).toEqual([[at(20), 'temp below -10 (critical)', at(60), -30]]);
   });
@@ -246,6 +272,7 @@ describe('gRPC ingest', () => {
     }
     const response = await grpc.streamSubmit(messages(), { headers: { 'x-api-key': org.key } });
     expect(response.written).toBe(20n);
+    await t.service.ctx.limits.settled(datasetId);
     const events = await limitEvents(datasetId);
     expect(events.map((e) => [e.timestamp, e.data.end, e.data.worstValue, e.data.worstTime])).toEqual([[at(200), at(700), 215, at(650)]]);
   });
@@ -294,6 +321,7 @@ describe('MAVLink ingest', () => {
     const datasetId = await narrowDataset('vehicle-1', exp);
     const sent = await grpc.streamSubmit(streamOf(exp, datasetId, frames, 7), { headers: { 'x-api-key': org.key } });
     expect(sent.written).toBe(51n);
+    await t.service.ctx.limits.settled(datasetId);
 
     const r = await t.call('GET', `/api/datasets/events?datasetId=${datasetId}&kind=LIMIT`, { key: org.key });
     expect(r.body).toHaveLength(1);
@@ -326,11 +354,13 @@ describe('MAVLink ingest', () => {
     // The agent resends everything (a reconnect replaying its spool): all duplicates, no second event.
     const again = await grpc.streamSubmit(streamOf(exp, datasetId, frames, 13), { headers: { 'x-api-key': org.key } });
     expect([again.written, again.duplicates]).toEqual([0n, 51n]);
+    await t.service.ctx.limits.settled(datasetId);
     const after = await t.call('GET', `/api/datasets/events?datasetId=${datasetId}&kind=LIMIT`, { key: org.key });
     expect(after.body).toEqual(r.body);
     // Only newly stored frames are evaluated: a rule made now sees nothing in a replay of stored ones.
     await createRule({ experimentId: exp, datasetId, name: 'any roll', signal: 'mavlink.ATTITUDE.roll', condition: 'above', high: 0 });
     await grpc.streamSubmit(streamOf(exp, datasetId, frames, 50), { headers: { 'x-api-key': org.key } });
+    await t.service.ctx.limits.settled(datasetId);
     expect((await t.call('GET', `/api/datasets/events?datasetId=${datasetId}&kind=LIMIT`, { key: org.key })).body).toEqual(r.body);
   });
 });
@@ -390,6 +420,49 @@ describe('state kept in the database', () => {
     } finally {
       await other.destroy();
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the watcher', () => {
+  it('copies what the rules watch when a batch is handed over, so ingest may reuse its arrays before the evaluation runs', async () => {
+    const datasetId = await wideDataset('reused');
+    await createRule({ experimentId, datasetId, name: 'thrust', signal: '0', condition: 'above', high: 10 });
+    const watched = { id: datasetId, organizationId: org.organizationId, experimentId, shape: 'wide' as const };
+    // Batches whose arrays the writer reuses (as the MAVLink sink's pooled groups are): zeroed as soon as handed over.
+    const batch = (points: [ms: number, value: number][]) => {
+      const times = new Float64Array(points.map(([ms]) => (T0 + ms) * 1000));
+      const values = new Float64Array(points.map(([, v]) => v));
+      return { times, values, samples: { forEach: (signal: string, visit: (t: number, v: number) => void) => signal === '0' && times.forEach((t, i) => visit(t, values[i]!)) } };
+    };
+    const first = batch([[0, 1], [10, 50]]);
+    const second = batch([[20, 60], [30, 2]]);
+    await t.service.ctx.limits.committed(watched, first.samples);
+    // The first batch's crossing is being stored; the second waits behind it, its arrays already reused.
+    await t.service.ctx.limits.committed(watched, second.samples);
+    first.values.fill(0);
+    second.values.fill(0);
+    await t.service.ctx.limits.settled(datasetId);
+    const [event] = await limitEvents(datasetId);
+    expect(event!.data).toMatchObject({ start: at(10), end: at(30), worstValue: 60, worstTime: at(20) });
+  });
+});
+
+describe('live followers', () => {
+  it("hear of a LIMIT event when it is stored and when it ends, as the dataset's events changing", async () => {
+    const datasetId = await wideDataset('followed');
+    await createRule({ experimentId, datasetId, name: 'thrust', signal: '0', condition: 'above', high: 10 });
+    const heard: string[] = [];
+    const stop = t.service.ctx.live.follow(datasetId, (change) => heard.push(change));
+    try {
+      await append(datasetId, [[0, 1]]);
+      await append(datasetId, [[10, 20]]);
+      await append(datasetId, [[20, 1]]);
+      await new Promise((r) => setTimeout(r, 50));
+      // Each append's telemetry; the second also stored the event, the third ended it.
+      expect(heard).toEqual(['telemetry', 'telemetry', 'events', 'telemetry', 'events']);
+    } finally {
+      stop();
     }
   });
 });

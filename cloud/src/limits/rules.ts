@@ -14,6 +14,8 @@ import type { Executor } from '../db/executor.ts';
 import type { DatasetRow, LimitRuleRow } from '../db/schema.ts';
 import { invalidRequest, notFound } from '../http/api-error.ts';
 import { isNumericMavlinkSignal } from '../telemetry/sinks.ts';
+import type { OutboxJob } from '../platform/outbox.ts';
+import { notifyLimitEvents } from './notify.ts';
 import { endLimitEvent, type ChangedLimitEvent } from './states.ts';
 
 /** The use-cases behind /api/limits/*: rules of the caller's organization, and what changing one does to its open crossings. */
@@ -133,28 +135,28 @@ export async function updateRule(ctx: AppContext, organizationId: string, body: 
     }
     if (details.length > 0) refuse(details);
     const ended = await endOpenCrossings(tx, old);
+    const jobs = await notifyLimitEvents(tx, organizationId, ended);
     const row = await tx.updateTable('limit_rules').set({ ...next, updated_at: sql<Date>`now()` }).where('id', '=', old.id).returningAll().executeTakeFirstOrThrow();
-    return { row, ended };
+    return { row, ended, jobs };
   });
-  afterChange(ctx, organizationId, outcome.ended);
+  afterChange(ctx, organizationId, outcome.ended, outcome.jobs);
   return outcome.row;
 }
 
 /** Delete a rule: its open crossings end first; its LIMIT events stay on the timeline. */
 export async function deleteRule(ctx: AppContext, organizationId: string, id: string): Promise<void> {
-  const ended = await ctx.db.transaction().execute(async (tx) => {
+  const outcome = await ctx.db.transaction().execute(async (tx) => {
     const old = await requireRule(tx, organizationId, id, true);
     const ended = await endOpenCrossings(tx, old);
+    const jobs = await notifyLimitEvents(tx, organizationId, ended);
     await tx.deleteFrom('limit_rules').where('id', '=', old.id).execute();
-    return ended;
+    return { ended, jobs };
   });
-  afterChange(ctx, organizationId, ended);
+  afterChange(ctx, organizationId, outcome.ended, outcome.jobs);
 }
 
-type EndedCrossing = ChangedLimitEvent & { datasetId: string };
-
 /** End the rule's open crossings at the newest sample it had seen, and clear all its states. */
-async function endOpenCrossings(tx: Executor, rule: LimitRuleRow): Promise<EndedCrossing[]> {
+async function endOpenCrossings(tx: Executor, rule: LimitRuleRow): Promise<ChangedLimitEvent[]> {
   const open = await tx
     .selectFrom('limit_states')
     .select([
@@ -169,17 +171,22 @@ async function endOpenCrossings(tx: Executor, rule: LimitRuleRow): Promise<Ended
     .where('phase', '=', 'active')
     .where('event_id', 'is not', null)
     .execute();
-  const ended: EndedCrossing[] = [];
+  const ended: ChangedLimitEvent[] = [];
   for (const s of open) {
     const crossing = { startUs: s.since_us, endUs: s.end_us, worstValue: s.worst_value!, worstUs: s.worst_us };
-    if (await endLimitEvent(tx, rule, s.event_id!, crossing)) ended.push({ eventId: s.event_id!, rule, phase: 'ended', datasetId: s.dataset_id });
+    const data = await endLimitEvent(tx, rule, s.event_id!, crossing);
+    if (data) ended.push({ eventId: s.event_id!, datasetId: s.dataset_id, phase: 'ended', data });
   }
   await tx.deleteFrom('limit_states').where('rule_id', '=', rule.id).execute();
   return ended;
 }
 
-/** After the commit: this replica's ingest reads the rules again, and followers of datasets whose crossing ended read it. */
-function afterChange(ctx: AppContext, organizationId: string, ended: readonly EndedCrossing[]): void {
+/**
+ * After the commit: this replica's ingest reads the rules again, followers of datasets whose crossing
+ * ended read it, and endpoints that opted in are told.
+ */
+function afterChange(ctx: AppContext, organizationId: string, ended: readonly ChangedLimitEvent[], jobs: readonly OutboxJob[]): void {
   ctx.limits.rulesChanged(organizationId);
   for (const datasetId of new Set(ended.map((e) => e.datasetId))) ctx.live.committed(datasetId, 'events');
+  if (jobs.length > 0) ctx.outbox.committed(jobs);
 }

@@ -1,4 +1,5 @@
-import { sql, type RawBuilder } from 'kysely';
+import type { LimitEventData } from '@sortie/contracts';
+import { sql } from 'kysely';
 import type { Db } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
 import type { LimitPhase, LimitRuleRow } from '../db/schema.ts';
@@ -25,11 +26,6 @@ export interface StoredRule {
  * every update (updated_at comes from the service's clock and could repeat).
  */
 const RULE_STAMP = sql<string>`r.xmin::text`;
-
-/** `timestamptz` of µs since the epoch, exact (integer arithmetic on the interval). */
-export function timestampOfUs(us: number): RawBuilder<Date> {
-  return sql<Date>`(timestamptz 'epoch' + ${Math.round(us)}::int8 * interval '1 microsecond')`;
-}
 
 /** The rules that watch `dataset` (its own and its experiment's), oldest first, each with its state there. */
 export async function loadStoredRules(db: Executor, dataset: Pick<WatchedDataset, 'id' | 'organizationId' | 'experimentId'>): Promise<StoredRule[]> {
@@ -88,9 +84,11 @@ export interface RuleChange {
 /** A LIMIT event stored or ended by a transaction, as its webhook notification carries it. */
 export interface ChangedLimitEvent {
   eventId: string;
-  rule: LimitRuleRow;
+  datasetId: string;
   /** `started`: the event was stored; `ended`: its end was. */
   phase: 'started' | 'ended';
+  /** The event's data at that phase (a crossing that starts and ends in one batch is told twice, as it was each time). */
+  data: LimitEventData;
 }
 
 /** Someone else moved a rule or its state since it was read: read again, then evaluate again. */
@@ -102,11 +100,12 @@ const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
- * Store a batch's changes in one transaction: the rules are share-locked and must be as read (an update
- * or delete through the API in between makes this stale), each started crossing inserts its event (the
- * unique key on rule, dataset and start makes one already stored the one it links to, with no second
- * event), each ended one ends its event, and each state is written only from the version read. Returns
- * the new versions and the events changed; throws StaleLimitState when anything was not as read.
+ * Store a batch's changes in one transaction of a fixed number of statements, however many crossings
+ * it holds: the rules are share-locked and must be as read (an edit or delete through the API in between
+ * makes this stale); one insert stores every crossing that started (the unique key on rule, dataset and
+ * start makes one already stored the event it links to, with no second event); one update ends every
+ * crossing that ended; one upsert writes every state, each only from the version read. Returns the new
+ * versions and the events changed; throws StaleLimitState when anything was not as read.
  */
 export async function persistChanges(
   db: Db,
@@ -122,107 +121,139 @@ export async function persistChanges(
       for (const c of changes) {
         if (stamps.get(c.rule.id) !== c.stamp) throw new StaleLimitState(`rule ${c.rule.id} changed or was deleted`);
       }
-      const events: ChangedLimitEvent[] = [];
-      const versions = new Map<string, number>();
+
+      // Each rule's transitions in order; an event started here has a provisional id until it is stored.
+      const starts: Start[] = [];
+      const ends: { key: string; data: LimitEventData }[] = [];
+      const finalOpen = new Map<RuleChange, string | null>();
       for (const c of changes) {
         let open = c.openEventId;
         for (const t of c.transitions) {
           if (t.kind === 'started') {
-            const stored = await insertLimitEvent(tx, dataset, c, t);
-            open = stored.id;
-            if (stored.inserted) events.push({ eventId: stored.id, rule: c.rule, phase: 'started' });
+            open = crypto.randomUUID();
+            const data = limitEventData(c.rule, { startUs: t.startUs, endUs: null, worstValue: t.worstValue, worstUs: t.worstUs });
+            starts.push({ key: open, rule: c.rule, startUs: Math.round(t.startUs), message: limitMessage(c.rule, c.label), data });
           } else if (open !== null) {
-            if (await endLimitEvent(tx, c.rule, open, t)) events.push({ eventId: open, rule: c.rule, phase: 'ended' });
+            ends.push({ key: open, data: limitEventData(c.rule, t) });
             open = null;
           }
         }
-        c.state.eventId = c.state.phase === 'active' ? open : null;
-        versions.set(c.rule.id, await writeState(tx, dataset.id, c));
+        finalOpen.set(c, c.state.phase === 'active' ? open : null);
       }
+
+      const inserted = await insertStartedEvents(tx, dataset, starts);
+      const before = await storedCrossings(tx, dataset.id, starts.filter((start) => !inserted.has(start.key)));
+      const id = (key: string) => before.get(key) ?? key;
+      const ended = await endEvents(tx, ends.map((e) => ({ id: id(e.key), data: e.data })));
+
+      const events: ChangedLimitEvent[] = [
+        ...starts.filter((start) => inserted.has(start.key)).map((start) => ({ eventId: start.key, datasetId: dataset.id, phase: 'started' as const, data: start.data })),
+        ...ended.map((e) => ({ eventId: e.id, datasetId: dataset.id, phase: 'ended' as const, data: e.data })),
+      ];
+      for (const c of changes) {
+        const open = finalOpen.get(c)!;
+        c.state.eventId = open === null ? null : id(open);
+      }
+      const versions = await writeStates(tx, dataset.id, changes);
       await inTransaction?.(tx, events);
       return { versions, events };
     });
   } catch (error) {
-    // Another replica inserted the same state row first, or the rule was deleted under us.
+    // The rule was deleted under us (the state row's key), or another replica's row got there first.
     const code = (error as { code?: unknown } | null)?.code;
     if (code === UNIQUE_VIOLATION || code === FOREIGN_KEY_VIOLATION) throw new StaleLimitState(String((error as Error).message));
     throw error;
   }
 }
 
-async function insertLimitEvent(tx: Executor, dataset: Pick<WatchedDataset, 'id' | 'organizationId'>, c: RuleChange, t: Extract<Transition, { kind: 'started' }>) {
-  const time = timestampOfUs(t.startUs);
-  const inserted = await tx
-    .insertInto('events')
-    .values({
-      id: crypto.randomUUID(),
-      organization_id: dataset.organizationId,
-      dataset_id: dataset.id,
-      time,
-      kind: 'LIMIT',
-      message: limitMessage(c.rule, c.label),
-      data: JSON.stringify(limitEventData(c.rule, { startUs: t.startUs, endUs: null, worstValue: t.worstValue, worstUs: t.worstUs })),
-      limit_rule_id: c.rule.id,
-    })
-    .onConflict((oc) => oc.columns(['limit_rule_id', 'dataset_id', 'time']).where('limit_rule_id', 'is not', null).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (inserted) return { id: inserted.id, inserted: true };
-  // This crossing was stored before (its state was lost, or a replay): it is that event, not a second one.
-  const existing = await tx
-    .selectFrom('events')
-    .select('id')
-    .where('limit_rule_id', '=', c.rule.id)
-    .where('dataset_id', '=', dataset.id)
-    .where('time', '=', time)
-    .executeTakeFirstOrThrow();
-  return { id: existing.id, inserted: false };
+/** A crossing that started in the batch: its provisional event id, and the event's row. */
+interface Start {
+  key: string;
+  rule: LimitRuleRow;
+  startUs: number;
+  message: string;
+  data: LimitEventData;
 }
 
-/** End an open LIMIT event: its end, worst value and `active: false`. False when it was not open (ended already). */
+/** One insert of every LIMIT event a batch started; the provisional ids it stored (the others were stored before). */
+async function insertStartedEvents(tx: Executor, dataset: Pick<WatchedDataset, 'id' | 'organizationId'>, starts: readonly Start[]): Promise<Set<string>> {
+  if (starts.length === 0) return new Set();
+  const rows = await sql<{ id: string }>`
+    insert into events (id, organization_id, dataset_id, time, kind, message, data, limit_rule_id)
+    select u.id, ${dataset.organizationId}::uuid, ${dataset.id}::uuid, timestamptz 'epoch' + u.us * interval '1 microsecond', 'LIMIT', u.message, u.data, u.rule_id
+    from unnest(${starts.map((s) => s.key)}::uuid[], ${starts.map((s) => s.startUs)}::int8[], ${starts.map((s) => s.message)}::text[],
+                ${starts.map((s) => JSON.stringify(s.data))}::jsonb[], ${starts.map((s) => s.rule.id)}::uuid[]) as u(id, us, message, data, rule_id)
+    on conflict (limit_rule_id, dataset_id, time) where limit_rule_id is not null do nothing
+    returning id`.execute(tx);
+  return new Set(rows.rows.map((r) => r.id));
+}
+
+/** Crossings stored before (their state was lost, or a replay): the event each is, by rule and start. Provisional id → stored id. */
+async function storedCrossings(tx: Executor, datasetId: string, starts: readonly Start[]): Promise<Map<string, string>> {
+  if (starts.length === 0) return new Map();
+  const rows = await sql<{ id: string; rule_id: string; us: number }>`
+    select e.id, u.rule_id, u.us::float8 as us
+    from unnest(${starts.map((s) => s.rule.id)}::uuid[], ${starts.map((s) => s.startUs)}::int8[]) as u(rule_id, us)
+    join events e on e.dataset_id = ${datasetId}::uuid and e.limit_rule_id = u.rule_id and e.time = timestamptz 'epoch' + u.us * interval '1 microsecond'`.execute(tx);
+  const byCrossing = new Map(rows.rows.map((r) => [`${r.rule_id}/${r.us}`, r.id]));
+  const out = new Map<string, string>();
+  for (const s of starts) {
+    const stored = byCrossing.get(`${s.rule.id}/${s.startUs}`);
+    if (stored) out.set(s.key, stored);
+  }
+  return out;
+}
+
+/** One update ending every event among `ends` still open (a row changes once per statement: the last data for an id wins). */
+async function endEvents(tx: Executor, ends: readonly { id: string; data: LimitEventData }[]): Promise<{ id: string; data: LimitEventData }[]> {
+  if (ends.length === 0) return [];
+  const last = new Map(ends.map((e) => [e.id, e.data]));
+  const rows = await sql<{ id: string }>`
+    update events e set data = u.data, updated_at = now()
+    from unnest(${[...last.keys()]}::uuid[], ${[...last.values()].map((d) => JSON.stringify(d))}::jsonb[]) as u(id, data)
+    where e.id = u.id and e.data->>'active' = 'true'
+    returning e.id`.execute(tx);
+  return rows.rows.map((r) => ({ id: r.id, data: last.get(r.id)! }));
+}
+
+/**
+ * One upsert of every changed state, each from the version read: a row is inserted only where none was
+ * read, and updated only at the version read. The new versions, or StaleLimitState.
+ */
+async function writeStates(tx: Executor, datasetId: string, changes: readonly RuleChange[]): Promise<Map<string, number>> {
+  const col = <T>(f: (c: RuleChange) => T) => changes.map(f);
+  const us = (v: number | null) => (v === null ? null : Math.round(v));
+  const rows = await sql<{ rule_id: string; version: number }>`
+    insert into limit_states as s (rule_id, dataset_id, phase, since_us, worst_value, worst_us, last_us, event_id, version)
+    select u.rule_id, ${datasetId}::uuid, u.phase, u.since_us, u.worst_value, u.worst_us, u.last_us, u.event_id, u.version
+    from unnest(${col((c) => c.rule.id)}::uuid[], ${col((c) => c.state.phase)}::text[], ${col((c) => us(c.state.sinceUs))}::int8[],
+                ${col((c) => c.state.worstValue)}::float8[], ${col((c) => us(c.state.worstUs))}::int8[], ${col((c) => us(c.state.lastUs))}::int8[],
+                ${col((c) => c.state.eventId)}::uuid[], ${col((c) => (c.expectedVersion === null ? 0 : c.expectedVersion + 1))}::int8[])
+      as u(rule_id, phase, since_us, worst_value, worst_us, last_us, event_id, version)
+    on conflict (dataset_id, rule_id) do update set
+      phase = excluded.phase, since_us = excluded.since_us, worst_value = excluded.worst_value, worst_us = excluded.worst_us,
+      last_us = excluded.last_us, event_id = excluded.event_id, version = excluded.version, updated_at = now()
+    -- Read as none, the row arrives as version 0 and none may exist; read at v, it arrives as v + 1 and must still be at v.
+    where s.version = excluded.version - 1
+    returning s.rule_id, s.version::float8 as version`.execute(tx);
+  if (rows.rows.length !== changes.length) throw new StaleLimitState(`a state of dataset ${datasetId} moved since it was read`);
+  return new Map(rows.rows.map((r) => [r.rule_id, r.version]));
+}
+
+/** End an open LIMIT event: its end, worst value and `active: false`. Its data, or undefined when it was not open (ended already). */
 export async function endLimitEvent(
   tx: Executor,
   rule: LimitRuleRow,
   eventId: string,
   t: { startUs: number; endUs: number; worstValue: number; worstUs: number },
-): Promise<boolean> {
+): Promise<LimitEventData | undefined> {
+  const data = limitEventData(rule, t);
   const ended = await tx
     .updateTable('events')
-    .set({ data: JSON.stringify(limitEventData(rule, t)), updated_at: sql<Date>`now()` })
+    .set({ data: JSON.stringify(data), updated_at: sql<Date>`now()` })
     .where('id', '=', eventId)
     .where(sql<boolean>`data->>'active' = 'true'`)
     .returning('id')
     .executeTakeFirst();
-  return ended !== undefined;
-}
-
-/** Write the state from the version read; the new version, or StaleLimitState when it had moved. */
-async function writeState(tx: Executor, datasetId: string, c: RuleChange): Promise<number> {
-  const s = c.state;
-  const values = {
-    phase: s.phase,
-    since_us: s.sinceUs === null ? null : Math.round(s.sinceUs),
-    worst_value: s.worstValue,
-    worst_us: s.worstUs === null ? null : Math.round(s.worstUs),
-    last_us: s.lastUs === null ? null : Math.round(s.lastUs),
-    event_id: s.eventId,
-  };
-  const written =
-    c.expectedVersion === null
-      ? await tx
-          .insertInto('limit_states')
-          .values({ rule_id: c.rule.id, dataset_id: datasetId, ...values })
-          .onConflict((oc) => oc.columns(['dataset_id', 'rule_id']).doNothing())
-          .returning(sql<number>`version::float8`.as('version'))
-          .executeTakeFirst()
-      : await tx
-          .updateTable('limit_states')
-          .set({ ...values, version: sql<number>`version + 1`, updated_at: sql<Date>`now()` })
-          .where('dataset_id', '=', datasetId)
-          .where('rule_id', '=', c.rule.id)
-          .where('version', '=', c.expectedVersion)
-          .returning(sql<number>`version::float8`.as('version'))
-          .executeTakeFirst();
-  if (!written) throw new StaleLimitState(`the state of rule ${c.rule.id} on dataset ${datasetId} moved`);
-  return written.version;
+  return ended && data;
 }

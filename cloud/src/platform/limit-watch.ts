@@ -36,10 +36,14 @@ export interface CommittedSamples {
 export interface LimitWatch {
   /**
    * Called after a batch of `dataset` committed (never before, so nothing is announced for data that
-   * rolled back). Evaluates the dataset's limit rules on the batch's new samples. Never throws: the
-   * batch is stored whatever happens here; a failure is logged.
+   * rolled back). Hands the batch's new samples to the dataset's limit rules: resolves once they are
+   * read (the batch's arrays may be reused then), usually before they are evaluated and stored (see
+   * `settled`); it waits longer only while the dataset's evaluations are behind. Never throws: the batch
+   * is stored whatever happens here; a failure is logged.
    */
   committed(dataset: WatchedDataset, samples: CommittedSamples): Promise<void>;
+  /** Resolves once every batch handed over so far (of `datasetId`, or of every dataset) is evaluated and what it changed stored. */
+  settled(datasetId?: string): Promise<void>;
   /** Rules of `organizationId` changed through the API: this replica drops what it cached of them at once. */
   rulesChanged(organizationId: string): void;
 }
@@ -47,5 +51,6 @@ export interface LimitWatch {
 /** Watches nothing (a context made without the limits capability). */
 export const NO_LIMIT_WATCH: LimitWatch = {
   committed: async () => {},
+  settled: async () => {},
   rulesChanged: () => {},
 };

@@ -92,8 +92,10 @@ export async function appendRows(ctx: AppContext, organizationId: string, body: 
   const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
   const written = await writeWideBatch(ctx.db, target, batch);
   if (batch.times.length > 0) ctx.live.committed(target.datasetId);
-  // After the commit, on what it newly stored: the dataset's limit rules (limits/watch.ts).
+  // After the commit, on what it newly stored: the dataset's limit rules (limits/watch.ts). A request
+  // answers once its crossings are stored, so a client reading events next sees them.
   await ctx.limits.committed(watchedDataset(dataset), wideCommittedSamples(batch, written.fresh));
+  await ctx.limits.settled(dataset.id);
   ctx.metrics.ingested('http', 'wide', { written: batch.cells, duplicates: 0, ignored: ignoredValues }, 1);
   return { rowsWritten: batch.times.length, valuesWritten: batch.cells, ignoredKeys: [...ignored] };
 }

@@ -73,8 +73,10 @@ describe('POST /api/webhooks/create', () => {
     expect(response.status).toBe(201);
     const body = WebhookEndpointWithSecretSchema.parse(response.body);
     expect(Object.keys(response.body).sort()).toEqual(
-      ['createdAt', 'disabledAt', 'disabledReason', 'id', 'label', 'rotatingUntil', 'secret', 'updatedAt', 'url'],
+      ['createdAt', 'disabledAt', 'disabledReason', 'id', 'label', 'limitEvents', 'rotatingUntil', 'secret', 'updatedAt', 'url'],
     );
+    // Limit events only when asked for: a receiver written for commands gets commands.
+    expect(body.limitEvents).toBe(false);
     expect(isWebhookSecret(body.secret)).toBe(true);
     expect(body).toMatchObject({
       label: 'ground station',

@@ -20,6 +20,7 @@ export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEn
     rotatingUntil: overlapOpen(row, now) ? row.rotating_until!.toISOString() : null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    limitEvents: row.limit_events,
   };
 }
 
@@ -30,7 +31,7 @@ function overlapOpen(row: WebhookEndpointRow, now: Date): boolean {
 /** Insert an endpoint with a fresh secret. `url` must already have passed checkWebhookUrl. */
 export async function createEndpoint(
   db: Executor,
-  input: { organizationId: string; label: string; url: string; secretKey: Uint8Array; now: Date },
+  input: { organizationId: string; label: string; url: string; limitEvents?: boolean; secretKey: Uint8Array; now: Date },
 ): Promise<{ row: WebhookEndpointRow; secret: string }> {
   const id = crypto.randomUUID();
   const secret = generateWebhookSecret();
@@ -42,6 +43,7 @@ export async function createEndpoint(
       label: input.label,
       url: input.url,
       secret_ciphertext: sealSecret(secret, input.secretKey, id),
+      limit_events: input.limitEvents ?? false,
       created_at: input.now,
       updated_at: input.now,
     })
@@ -92,6 +94,28 @@ export async function rotateEndpointSecret(
     .returningAll()
     .executeTakeFirst();
   return row ? { row, secret } : undefined;
+}
+
+/**
+ * Change an endpoint's label or whether it receives limit events. Undefined when it does not exist, is
+ * deleted, or belongs to another organization. A disabled endpoint may be changed; it stays disabled.
+ */
+export async function updateEndpoint(
+  db: Executor,
+  input: { organizationId: string; id: string; label?: string; limitEvents?: boolean; now: Date },
+): Promise<WebhookEndpointRow | undefined> {
+  return db
+    .updateTable('webhook_endpoints')
+    .set({
+      ...(input.label !== undefined && { label: input.label }),
+      ...(input.limitEvents !== undefined && { limit_events: input.limitEvents }),
+      updated_at: input.now,
+    })
+    .where('id', '=', input.id)
+    .where('organization_id', '=', input.organizationId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   CreateWebhookRequestSchema,
   DeleteWebhookRequestSchema,
   RotateWebhookRequestSchema,
+  UpdateWebhookRequestSchema,
   type DeleteWebhookResponse,
   type WebhookEndpointWithSecret,
 } from '@sortie/contracts';
@@ -11,10 +12,10 @@ import type { AppContext } from '../platform/context.ts';
 import { invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
-import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, toWebhookEndpoint } from './endpoints.ts';
+import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';
 import { checkWebhookUrl } from '../net/url-guard.ts';
 
-/** /api/webhooks/{create,list,rotate,delete}. The deliveries listing lives with the delivery engine. */
+/** /api/webhooks/{create,list,update,rotate,delete}. The deliveries listing lives with the delivery engine. */
 export function webhooksRoutes(ctx: AppContext) {
   return new Hono<AppEnv>()
     .post('/webhooks/create', requireScope(ctx, 'webhooks:write'), async (c) => {
@@ -27,6 +28,7 @@ export function webhooksRoutes(ctx: AppContext) {
         organizationId: c.get('principal').organizationId,
         label: body.label,
         url: check.url.href,
+        limitEvents: body.limitEvents,
         secretKey: ctx.secretKey,
         now,
       });
@@ -37,6 +39,13 @@ export function webhooksRoutes(ctx: AppContext) {
       const rows = await listEndpoints(ctx.db, c.get('principal').organizationId);
       const now = ctx.clock.now();
       return c.json(rows.map((row) => toWebhookEndpoint(row, now)));
+    })
+    .post('/webhooks/update', requireScope(ctx, 'webhooks:write'), async (c) => {
+      const body = await readJson(c, UpdateWebhookRequestSchema);
+      const now = ctx.clock.now();
+      const row = await updateEndpoint(ctx.db, { organizationId: c.get('principal').organizationId, ...body, now });
+      if (!row) throw notFound(`no webhook endpoint ${body.id}`);
+      return c.json(toWebhookEndpoint(row, now));
     })
     .post('/webhooks/rotate', requireScope(ctx, 'webhooks:write'), async (c) => {
       const body = await readJson(c, RotateWebhookRequestSchema);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isSignalName } from '../mavlink/signal-names.ts';
 import { TimestampOut, Uuid, text } from './common.ts';
+import { EventSchema } from './events.ts';
 
 /**
  * Limit rules: bounds the server watches on every committed sample of a dataset (or of every dataset of an
@@ -170,3 +171,26 @@ export const LimitEventDataSchema = z.object({
   active: z.boolean(),
 });
 export type LimitEventData = z.infer<typeof LimitEventDataSchema>;
+
+/** The event type of a limit notification (`X-Sortie-Event` and the body's `eventType`). */
+export const LIMIT_CROSSING_EVENT = 'limit.crossing';
+
+/**
+ * The body of a `limit.crossing` delivery, sent to endpoints that opted in (`limitEvents`) when a LIMIT
+ * event is stored (its crossing has held: `data.active` true, `data.end` null) and again when it ends
+ * (`data.active` false, `data.end` and the worst value set). Signed, retried and counted toward
+ * auto-disable like a command's delivery. At least once: deduplicate on (`event.id`, `event.data.active`).
+ * `event` is the event as `GET /api/datasets/events` lists it (a MAVLink dataset's on the charts' axis)
+ * at that phase, with its experiment and organization.
+ */
+export const LimitCrossingBodySchema = z.object({
+  eventType: z.literal(LIMIT_CROSSING_EVENT),
+  sentAt: TimestampOut,
+  event: EventSchema.extend({
+    experimentId: Uuid,
+    organizationId: Uuid,
+    kind: z.literal('LIMIT'),
+    data: LimitEventDataSchema.loose(),
+  }),
+});
+export type LimitCrossingBody = z.infer<typeof LimitCrossingBodySchema>;

@@ -24,6 +24,11 @@ export const WebhookEndpointSchema = z.object({
   rotatingUntil: TimestampOut.nullable(),
   createdAt: TimestampOut,
   updatedAt: TimestampOut,
+  /**
+   * Whether the endpoint also receives limit events (`limit.crossing`, a LIMIT event's start and end; an
+   * addition to the spec). Off unless set: a receiver written for commands receives only commands.
+   */
+  limitEvents: z.boolean(),
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
 
@@ -37,8 +42,25 @@ export type WebhookEndpointWithSecret = z.infer<typeof WebhookEndpointWithSecret
 export const CreateWebhookRequestSchema = z.object({
   label: text().trim().min(1).max(WEBHOOK_LABEL_MAX),
   url: text().min(1).max(WEBHOOK_URL_MAX),
+  /** Also deliver limit events (`limit.crossing`) to this endpoint; commands are delivered either way. */
+  limitEvents: z.boolean().default(false),
 });
 export type CreateWebhookRequest = z.infer<typeof CreateWebhookRequestSchema>;
+
+/**
+ * POST /api/webhooks/update (webhooks:write; an addition): the fields given replace the endpoint's.
+ * The URL and the secret are not edited here (register again; rotate), so the URL rules and the secret's
+ * one showing stay where they are.
+ */
+export const UpdateWebhookRequestSchema = z.strictObject(
+  {
+    id: Uuid,
+    label: text().trim().min(1).max(WEBHOOK_LABEL_MAX).optional(),
+    limitEvents: z.boolean().optional(),
+  },
+  { error: (issue) => (issue.code === 'unrecognized_keys' ? `cannot be edited: ${issue.keys.join(', ')}` : undefined) },
+);
+export type UpdateWebhookRequest = z.infer<typeof UpdateWebhookRequestSchema>;
 
 /** Response of create: the record and its signing secret (returned only here for this secret). */
 export const CreateWebhookResponseSchema = WebhookEndpointWithSecretSchema;

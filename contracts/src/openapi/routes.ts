@@ -44,6 +44,7 @@ import {
   ListWebhooksResponseSchema,
   NotificationSchema,
   RotateWebhookRequestSchema,
+  UpdateWebhookRequestSchema,
   WebhookEndpointSchema,
   WebhookEndpointWithSecretSchema,
 } from '../http/webhooks.ts';
@@ -82,6 +83,7 @@ export const REQUEST_SCHEMAS = {
   UpdateCommandTemplateRequest: UpdateCommandTemplateRequestSchema,
   CreateWebhookRequest: CreateWebhookRequestSchema,
   RotateWebhookRequest: RotateWebhookRequestSchema,
+  UpdateWebhookRequest: UpdateWebhookRequestSchema,
   DeleteWebhookRequest: DeleteWebhookRequestSchema,
   WebhookTestRequest: WebhookTestRequestSchema,
   CreateLimitRuleRequest: CreateLimitRuleRequestSchema,
@@ -558,7 +560,8 @@ const ROUTE_TABLE = [
     summary: 'Register a webhook endpoint; its `whsec_` secret is shown only in this response',
     description:
       'The URL must be https, without credentials or fragment, on port 443 or ≥ 1024, and every address its host resolves to ' +
-      'must be public; a refusal is 400 naming the host and the address.',
+      'must be public; a refusal is 400 naming the host and the address. `limitEvents: true` (an addition; default false) ' +
+      'also delivers limit events (`limit.crossing`) to it.',
     auth: 'webhooks:write',
     body: 'CreateWebhookRequest',
     success: [{ status: 201, schema: 'WebhookEndpointWithSecret', description: 'the endpoint and its secret' }],
@@ -573,6 +576,21 @@ const ROUTE_TABLE = [
     auth: 'webhooks:read',
     success: [{ status: 200, schema: 'WebhookEndpointList', description: 'the endpoints' }],
     errors: [],
+  },
+  {
+    method: 'post',
+    path: '/api/webhooks/update',
+    operationId: 'updateWebhook',
+    tag: 'Webhooks',
+    summary: "Change an endpoint's label, or whether it receives limit events (addition to the spec)",
+    description:
+      'With `limitEvents: true` the endpoint receives `limit.crossing` deliveries (a LIMIT event\'s start and end) besides commands, ' +
+      'signed, retried and counted toward auto-disable like them; endpoints that did not opt in never receive one. ' +
+      'The URL and secret are not edited here (register again; rotate).',
+    auth: 'webhooks:write',
+    body: 'UpdateWebhookRequest',
+    success: [{ status: 200, schema: 'WebhookEndpoint', description: 'the endpoint' }],
+    errors: ['not_found'],
   },
   {
     method: 'post',

@@ -10,6 +10,7 @@ import * as m0008 from './0008-api-key-changes.ts';
 import * as m0009 from './0009-delivery-row-costs.ts';
 import * as m0010 from './0010-live-events.ts';
 import * as m0011 from './0011-limit-rules.ts';
+import * as m0012 from './0012-limit-webhooks.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0009-delivery-row-costs': m0009,
   '0010-live-events': m0010,
   '0011-limit-rules': m0011,
+  '0012-limit-webhooks': m0012,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -82,7 +82,7 @@ class NarrowSink implements TelemetrySink {
         this.#written += result.written;
         this.#duplicates += result.duplicates;
         const points = batch.frames;
-        // Committed: the dataset's limit rules see the frames it newly stored, before the batch's groups are reused.
+        // Committed: the frames it newly stored go to the dataset's limit rules, which copy what they watch before the groups are reused.
         await this.#ctx.limits.committed(this.#watched, narrowCommittedSamples(batch, result.priorMaxFrameSeq));
         // Committed, and its statement built: nothing reads the batch again, so its groups serve the next ones.
         this.#pool.give(batch);

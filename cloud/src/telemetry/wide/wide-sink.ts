@@ -65,7 +65,7 @@ class WideSink implements TelemetrySink {
     // Writes take turns in flush order; behind a failed one, this one fails unwritten (sink.ts).
     const run = this.#tail.then(async () => {
       const result = await writeWideBatch(this.#ctx.db, this.#target, batch);
-      // Committed: the dataset's limit rules see what it newly stored, before the next write of the stream.
+      // Committed: what it newly stored goes to the dataset's limit rules (they copy what they watch).
       await this.#ctx.limits.committed(this.#watched, wideCommittedSamples(batch, result.fresh));
       this.#written += result.written;
       this.#duplicates += result.duplicates;
