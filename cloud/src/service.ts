@@ -182,6 +182,13 @@ export class SortieService {
   }
 
   async start(): Promise<void> {
+    if (this.ctx.database.kind === 'pglite') {
+      // The embedded database is this process's alone: marked before anything answers (a readiness probe
+      // that passes means the admin CLI will not open it), and admin commands (the first key of the quick
+      // start among them) come in through the data dir's socket and run here, with no restart.
+      this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
+      this.#adminSocket = await serveAdminSocket(this.ctx);
+    }
     // Before the listeners: HTTP key checks are cached only while API key changes are heard.
     this.#keys = await startHttpKeyCache(this.ctx);
     const app = createHttpApp(this.ctx, { sendWebhook: this.delivery.send });
@@ -200,12 +207,6 @@ export class SortieService {
     this.#grpc = await startGrpcServer(this.ctx);
     this.#sweeper = startSweeper(this.ctx);
     await this.delivery.start();
-    if (this.ctx.database.kind === 'pglite') {
-      // The embedded database is this process's alone: admin commands (the first key of the quick
-      // start among them) come in through the data dir's socket and run here, with no restart.
-      this.#adminSocket = await serveAdminSocket(this.ctx);
-      this.#releaseEmbedded = markEmbeddedInUse(this.ctx.config.dataDir);
-    }
   }
 
   get httpPort(): number {

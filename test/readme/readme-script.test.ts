@@ -37,6 +37,15 @@ describe('reading the README as a script', () => {
     ]);
   });
 
+  it('reads a console check in document order, with the dataset and the facts to find', () => {
+    const blocks = readmeBlocks('<!-- readme-test: run -->\n```sh\necho hi\n```\nOpen the console.\n<!-- readme-test: console flight-7-sys1 | 23,894 frames | ArduPlane -->\n');
+    expect(blocks.map((b) => [b.mode, b.line, b.console])).toEqual([
+      ['run', 2, undefined],
+      ['console', 6, { dataset: 'flight-7-sys1', facts: ['23,894 frames', 'ArduPlane'] }],
+    ]);
+    expect(() => readmeBlocks('<!-- readme-test: console  -->\n')).toThrow(/README line 1/);
+  });
+
   it('matches outputs with … and captures <name> values, then requires them equal', () => {
     const got = matchOutput('{"id":"<experimentId>",…}', '{"id":"3f1c","name":"x"}\n', new Map());
     expect(got).toEqual(new Map([['experimentId', '3f1c']]));

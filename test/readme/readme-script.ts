@@ -7,6 +7,9 @@
  *   <!-- readme-test: run -->            the block is executed, in document order, in one shell session
  *   <!-- readme-test: skip <reason> -->  the block is not executed, for the reason given
  * Every ```sh block carries one of the two, so no walk-through can escape the test unnoticed.
+ *   <!-- readme-test: console NAME | TEXT | … -->  (on a line of its own, not before a block) what the
+ *       prose around it tells the reader to look at in the console, checked at that point of the walk in
+ *       a browser: signed in with $SORTIE_API_KEY, the list shows dataset NAME with each TEXT among its facts.
  *
  * Expected outputs: `# → <text>` lines after a command. In the text, `…` stands for anything, and
  * `<name>` for a value the command prints (a JSON string's content or a bare word), captured the first
@@ -23,14 +26,17 @@ export interface ReadmeStep {
 }
 
 export interface ReadmeBlock {
-  mode: 'run' | 'skip';
+  mode: 'run' | 'skip' | 'console';
   /** Why a skipped block is skipped. */
   reason: string;
   line: number;
   steps: ReadmeStep[];
+  /** A console check: the dataset the list must show, and texts among its facts. */
+  console?: { dataset: string; facts: string[] };
 }
 
 const MARK = /^<!--\s*readme-test:\s*(run|skip)\b\s*(.*?)\s*-->\s*$/;
+const CONSOLE_MARK = /^<!--\s*readme-test:\s*console\b\s*(.*?)\s*-->\s*$/;
 const FENCE_OPEN = /^```(sh|bash|shell)\s*$/;
 
 /** Every shell block of the README, with its marking; an unmarked block is an error naming its line. */
@@ -38,6 +44,13 @@ export function readmeBlocks(markdown: string): ReadmeBlock[] {
   const lines = markdown.split('\n');
   const blocks: ReadmeBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
+    const check = CONSOLE_MARK.exec(lines[i]!);
+    if (check) {
+      const [dataset, ...facts] = check[1]!.split('|').map((part) => part.trim());
+      if (!dataset) throw new Error(`README line ${i + 1}: a console check names no dataset`);
+      blocks.push({ mode: 'console', reason: '', line: i + 1, steps: [], console: { dataset, facts } });
+      continue;
+    }
     if (!FENCE_OPEN.test(lines[i]!)) continue;
     const mark = MARK.exec(lines[i - 1] ?? '');
     if (!mark) throw new Error(`README line ${i + 1}: a shell block without a <!-- readme-test: run|skip … --> mark`);

@@ -4,8 +4,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Browser } from 'playwright-core';
 import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
-import { matchOutput, readmeBlocks, substitute, type ReadmeStep } from './readme-script.ts';
+import { launchChromium, SKIP_BROWSER, watchPageProblems } from '../console/browser.ts';
+import { matchOutput, readmeBlocks, substitute, type ReadmeBlock, type ReadmeStep } from './readme-script.ts';
 
 /**
  * The README's walk-throughs, executed as a newcomer would type them: one bash session in the repository,
@@ -13,7 +15,9 @@ import { matchOutput, readmeBlocks, substitute, type ReadmeStep } from './readme
  * command's stdout compared with the `# →` lines after it. The only liberties taken: the ports the README
  * names (8080, 50051, 8443) are swapped for free ones so the test can run beside anything, the data dir
  * (and every ./.sortie-data path a command names) is a temp dir, and after `npm start &` (or `npm run
- * receiver … &`) the session waits until it answers, as a person would. So a README that drifts from the product fails here.
+ * receiver … &`) the session waits until it answers, as a person would. Where the prose sends the reader
+ * to the console (`<!-- readme-test: console … -->`), Chromium signs in with the session's $SORTIE_API_KEY
+ * and looks. So a README that drifts from the product fails here.
  */
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const STEP_TIMEOUT_MS = 180_000;
@@ -118,7 +122,9 @@ describe('the README, executed', async () => {
     DENO_NO_UPDATE_CHECK: '1',
   };
   const shell = new ShellSession(env, repo);
+  let browser: Browser | undefined;
   afterAll(async () => {
+    await browser?.close();
     await shell.close();
     // The export the README makes lands in the clone, as it would for a reader; the test leaves none behind.
     const exported = values.get('mcapFile');
@@ -147,13 +153,41 @@ describe('the README, executed', async () => {
 
   const values = new Map<string, string>();
   const steps: ReadmeStep[] = blocks.filter((b) => b.mode === 'run').flatMap((b) => b.steps);
+  // What runs, in document order: each command of a run block, and each console check.
+  type WalkItem = { step: ReadmeStep } | { check: ReadmeBlock };
+  const walk: WalkItem[] = blocks.flatMap((b): WalkItem[] =>
+    b.mode === 'run' ? b.steps.map((step) => ({ step })) : b.mode === 'console' ? [{ check: b }] : [],
+  );
 
   it('marks every shell block, and runs at least the walk-throughs', () => {
     expect(steps.length).toBeGreaterThan(10);
     for (const b of blocks.filter((b) => b.mode === 'skip')) expect(b.reason, `README line ${b.line}`).not.toBe('');
   });
 
-  for (const step of steps) {
+  for (const item of walk) {
+    if ('check' in item) {
+      const { dataset, facts } = item.check.console!;
+      it.skipIf(SKIP_BROWSER)(`line ${item.check.line}: the console lists ${dataset}, and opens it`, { timeout: 120_000 }, async () => {
+        const key = (await shell.run('printf %s "$SORTIE_API_KEY"')).stdout;
+        expect(key, 'SORTIE_API_KEY is exported by then').toMatch(/^sk_/);
+        browser ??= await launchChromium();
+        const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+        const problems = await watchPageProblems(page);
+        await page.goto(`http://localhost:${ports.http}/`);
+        await page.fill('#api-key', key);
+        await page.click('button[type=submit]');
+        const entry = page.locator('.datasets li').filter({ has: page.locator('a', { hasText: new RegExp(`^${dataset}$`) }) });
+        await entry.waitFor({ timeout: 30_000 });
+        await expect.poll(() => entry.locator('[data-fact]').allTextContents(), { timeout: 30_000 }).toEqual(expect.arrayContaining(facts));
+        await entry.locator('a').click();
+        // Its span in the header (a flight streamed seconds ago is still marked live: "→ streaming").
+        await expect.poll(() => page.textContent('[data-testid=dataset-span]'), { timeout: 30_000 }).toMatch(/^\d{4}-\d\d-\d\d [\d:.]+ UTC → /);
+        expect(problems).toEqual([]);
+        await page.context().close();
+      });
+      continue;
+    }
+    const { step } = item;
     const title = `line ${step.line}: ${step.command.split('\n')[0]!.slice(0, 90)}`;
     it(title, { timeout: STEP_TIMEOUT_MS + 60_000 }, async () => {
       onTestFailed(async () => {

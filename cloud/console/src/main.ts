@@ -93,7 +93,7 @@ function SignIn(props: { onSubmit: (key: string) => void; error: string }): VNod
           h('code', null, 'npm run -s admin -- create-org --name "…"'),
           ', then ',
           h('code', null, 'npm run -s admin -- create-key --org <id> --user <ownerUserId> --scopes …'),
-          ' (README, walk-through).',
+          ' (README, the first hour: both work while Sortie runs).',
         ]),
         h('button', { type: 'submit' }, 'Sign in'),
         props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
