@@ -86,6 +86,8 @@ describe('embedded PGlite end to end', () => {
             dialect: null,
             format: null,
             createdAt: expect.any(String),
+            // Just appended to: the flight is live.
+            lastDataAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
           },
         ],
       },
