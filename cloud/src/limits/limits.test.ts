@@ -205,6 +205,29 @@ describe('HTTP append', () => {
     expect((await limitEvents(datasetId)).map((e) => e.id)).toEqual([started!.id]);
   });
 
+  it('an open crossing\'s event follows its worst value while it lasts (a follower\'s banner shows how far it went)', async () => {
+    const datasetId = await wideDataset('worsening');
+    await createRule({ experimentId, datasetId, name: 'thrust ceiling', signal: '0', condition: 'above', high: 10 });
+    await append(datasetId, [[0, 12]]);
+    const [opened] = await limitEvents(datasetId);
+    expect(opened!.data).toMatchObject({ worstValue: 12, worstTime: at(0), active: true });
+    const before = await storedEvent(opened!.id);
+
+    await append(datasetId, [[10, 18], [20, 14]]);
+    const [worse] = await limitEvents(datasetId);
+    expect(worse!.data).toMatchObject({ worstValue: 18, worstTime: at(10), active: true, end: null });
+    expect((await storedEvent(opened!.id)).updated_at.getTime()).toBeGreaterThan(before.updated_at.getTime());
+
+    // Beyond but not worse: the event is left as it is.
+    const unchanged = await storedEvent(opened!.id);
+    await append(datasetId, [[30, 15]]);
+    expect((await storedEvent(opened!.id)).updated_at).toEqual(unchanged.updated_at);
+
+    await append(datasetId, [[40, 5]]);
+    const [ended] = await limitEvents(datasetId);
+    expect(ended!.data).toMatchObject({ worstValue: 18, end: at(40), active: false });
+  });
+
   it('a crossing whose event was stored before (its state lost) links to that event: no second event, nobody told twice', async () => {
     const datasetId = await wideDataset('relinked');
     const rule = await createRule({ experimentId, datasetId, name: 'thrust', signal: '0', condition: 'above', high: 10 });

@@ -4,7 +4,7 @@ import type { Db } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
 import type { LimitPhase, LimitRuleRow } from '../db/schema.ts';
 import type { WatchedDataset } from '../platform/limit-watch.ts';
-import { limitEventData, limitMessage, type CrossingState, type Transition } from './crossing.ts';
+import { isoOfUs, limitEventData, limitMessage, type CrossingState, type Transition } from './crossing.ts';
 
 /**
  * The SQL of watching: a dataset's rules with where each stands on it (read by the watcher every few
@@ -112,7 +112,7 @@ export async function persistChanges(
   dataset: Pick<WatchedDataset, 'id' | 'organizationId'>,
   changes: readonly RuleChange[],
   inTransaction?: (tx: Executor, events: readonly ChangedLimitEvent[]) => Promise<void>,
-): Promise<{ versions: Map<string, number>; events: ChangedLimitEvent[] }> {
+): Promise<{ versions: Map<string, number>; events: ChangedLimitEvent[]; worsened: number }> {
   try {
     return await db.transaction().execute(async (tx) => {
       const ids = changes.map((c) => c.rule.id);
@@ -154,9 +154,12 @@ export async function persistChanges(
         const open = finalOpen.get(c)!;
         c.state.eventId = open === null ? null : id(open);
       }
+      // A crossing still open whose worst value moved since its event was written: the event says so now,
+      // so a follower's banner, a list of events and an export show how far it went while it lasts.
+      const worsened = await updateWorst(tx, changes.filter((c) => c.state.phase === 'active' && c.state.eventId !== null));
       const versions = await writeStates(tx, dataset.id, changes);
       await inTransaction?.(tx, events);
-      return { versions, events };
+      return { versions, events, worsened };
     });
   } catch (error) {
     // The rule was deleted under us (the state row's key), or another replica's row got there first.
@@ -214,6 +217,22 @@ async function endEvents(tx: Executor, ends: readonly { id: string; data: LimitE
     where e.id = u.id and e.data->>'active' = 'true'
     returning e.id`.execute(tx);
   return rows.rows.map((r) => ({ id: r.id, data: last.get(r.id)! }));
+}
+
+/**
+ * One update of the open LIMIT events whose worst value the batch moved (its value and time), leaving
+ * those already up to date alone. Not a notification: webhooks carry a crossing's start and end only.
+ * How many events changed.
+ */
+async function updateWorst(tx: Executor, open: readonly RuleChange[]): Promise<number> {
+  if (open.length === 0) return 0;
+  const rows = await sql<{ id: string }>`
+    update events e set data = e.data || jsonb_build_object('worstValue', u.worst, 'worstTime', u.at), updated_at = now()
+    from unnest(${open.map((c) => c.state.eventId)}::uuid[], ${open.map((c) => c.state.worstValue)}::float8[],
+                ${open.map((c) => isoOfUs(c.state.worstUs!))}::text[]) as u(id, worst, at)
+    where e.id = u.id and e.data->>'active' = 'true' and (e.data->>'worstValue')::float8 is distinct from u.worst
+    returning e.id`.execute(tx);
+  return rows.rows.length;
 }
 
 /**

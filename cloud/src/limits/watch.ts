@@ -146,7 +146,7 @@ export class LimitWatcher implements LimitWatch {
         for (const rule of entry.rules!) rule.version = stored.versions.get(rule.rule.id) ?? rule.version;
         // Followers read the dataset's new and ended LIMIT events (Follow, the console's banner and bands);
         // endpoints that opted in get them as webhooks.
-        if (stored.events.length > 0) this.#ctx.live.committed(dataset.id, 'events');
+        if (stored.events.length > 0 || stored.worsened > 0) this.#ctx.live.committed(dataset.id, 'events');
         if (jobs.length > 0) this.#ctx.outbox.committed(jobs);
         return;
       } catch (error) {

@@ -700,9 +700,9 @@ export type FollowUpdate = Message<"sortie.telemetry.v1.FollowUpdate"> & {
 
   /**
    * Events of the dataset stored or changed since the previous update (the
-   * first update: the window's events). An event sent again with the same id
-   * replaces the earlier one (a LIMIT crossing is sent when it starts and
-   * again when it ends).
+   * first update: the dataset's latest 1000). An event sent again with the
+   * same id replaces the earlier one (a LIMIT crossing is sent when it starts,
+   * whenever its worst value moves, and when it ends).
    *
    * @generated from field: repeated sortie.telemetry.v1.FollowEvent events = 4;
    */
