@@ -115,6 +115,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
       deadline: command.ack_deadline_at!,
       pastDeadline: 'ack deadline reached before the next attempt',
       about: { commandId: command.id },
+      commandDataset: command.dataset_id,
     });
   };
 
@@ -205,6 +206,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
       success: verdict === 'success',
       next,
     });
+    if (message.commandDataset) ctx.live.committed(message.commandDataset, 'commands');
     deps.onAttempt?.({ jobId: job.jobId, verdict, statusCode: answer.statusCode ?? 0 });
     logger.debug(
       { jobId: job.jobId, ...message.about, eventType: message.eventType, endpointId: endpoint.id, attempt, statusCode: answer.statusCode, error: answer.error, verdict },
@@ -241,6 +243,8 @@ interface Message {
   pastDeadline: string;
   /** What the log line names: the command, or the LIMIT event. */
   about: Record<string, string>;
+  /** A command's dataset: its live followers see each recorded attempt (attempts, delivered_at). */
+  commandDataset?: string;
 }
 
 /**

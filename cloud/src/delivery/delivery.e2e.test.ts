@@ -1,4 +1,5 @@
 import { WEBHOOK_HEADERS, WEBHOOK_USER_AGENT, verifyWebhook } from '@sortie/contracts';
+import { createSortieClient } from '@sortie/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, newScenario, startDeliveryFixture, verifiedBody, type DeliveryFixture, type Scenario } from '../testing/delivery-fixture.ts';
 import { AUTO_DISABLE_AFTER_FAILURES } from './endpoint-health.ts';
@@ -94,6 +95,32 @@ describe('one delivery, end to end', () => {
       });
       expect(s.receiver.requests).toHaveLength(1);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('a live follower of the dataset sees the command queued, then its delivery recorded, as each happens', async () => {
+    const s = await newScenario(f);
+    const abort = new AbortController();
+    const seen: Array<Record<string, any>> = [];
+    let opened = false;
+    try {
+      const follower = (async () => {
+        for await (const update of createSortieClient({ baseUrl: f.t.url, apiKey: s.org.key }).telemetry.follow({ datasetId: s.datasetId }, { signal: abort.signal })) {
+          opened = true;
+          seen.push(...(update.commands as Array<Record<string, any>>));
+        }
+      })();
+      await eventually(async () => (opened ? true : undefined));
+      const commandId = await s.dispatch();
+      await s.receiver.waitForRequests(1);
+      // No acknowledgement: what the follower sees is the dispatch and the attempt's record alone.
+      const delivered = await eventually(async () => seen.find((c) => c.id === commandId && c.deliveredAt !== null));
+      expect(delivered).toMatchObject({ status: 'queued', deliveryAttempts: 1 });
+      abort.abort();
+      await follower;
+    } finally {
+      abort.abort();
       await s.close();
     }
   });
