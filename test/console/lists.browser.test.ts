@@ -1,12 +1,14 @@
 // The console's lists as a newcomer and a flight-test engineer use them, in real Chromium against the real
 // service: a flight is found by what the list says of it (date, duration, vehicle, autopilot, frames)
 // without opening it, on synthetic streams of autopilots nobody on the project flew (an ArduSub dive whose
-// companion computer sends HEARTBEATs too, a PX4 mission) and a wide test-stand dataset; the first
-// experiment is made from the list view itself; and the whole walk raises no CSP report.
+// companion computer sends HEARTBEATs too, a PX4 mission) and a wide test-stand dataset; a webhook endpoint
+// whose deliveries fail says so (its failure streak, what its receiver answered last and when, why it was
+// disabled), from real deliveries to real HTTPS receivers; the first experiment is made from the list view
+// itself; and the whole walk raises no CSP report.
 import type { Browser, Page } from 'playwright-core';
 import { createSortieClient, type SortieClient } from '@sortie/client';
 import { createStreamSubmitClient } from '@sortie/client/node';
-import { startTestService, type TestOrg, type TestService } from '@sortie/cloud/testing';
+import { RECEIVER_HOST, startDeliveryFixture, startHttpsReceiver, type DeliveryFixture, type TestOrg, type TestReceiver } from '@sortie/cloud/testing';
 import { ardusubDiveWithCompanion, px4Mission, type SyntheticFrame } from '@sortie/contracts/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { launchChromium, seriousAxeViolations, SKIP_BROWSER, watchPageProblems } from './browser.ts';
@@ -17,7 +19,7 @@ vi.setConfig({ expect: { poll: { timeout: 10_000, interval: 50 } } });
 const START_US = Date.UTC(2026, 0, 5, 9, 0, 0) * 1000;
 
 describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
-  let t: TestService;
+  let f: DeliveryFixture;
   let org: TestOrg;
   let client: SortieClient;
   let browser: Browser;
@@ -32,7 +34,7 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     const { datasetId } = await client.datasets.register({ experimentId, datasetName: name, storageShape: 'narrow', codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' });
     const at = (us: number) => ({ seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 });
     const points = frames.map((f, i) => ({ timestamp: at(START_US + f.atUs + 3_000), type: { case: 'bytes' as const, value: f.bytes }, frameSeq: BigInt(i + 1) }));
-    const sent = await createStreamSubmitClient({ grpcUrl: t.service.grpcUrl, apiKey: org.key }).streamSubmit({ experimentId, datasetId, format: 'mavlink-raw-v1' }, [{ points }]);
+    const sent = await createStreamSubmitClient({ grpcUrl: f.t.service.grpcUrl, apiKey: org.key }).streamSubmit({ experimentId, datasetId, format: 'mavlink-raw-v1' }, [{ points }]);
     expect(sent.written).toBe(frames.length);
     datasets.set(name, datasetId);
   }
@@ -43,12 +45,26 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
       Object.fromEntries(els.map((e) => [(e as HTMLElement).dataset.fact, e.textContent])),
     );
 
+  const receivers: TestReceiver[] = [];
+  const endpoints = new Map<string, string>();
+
+  /** An HTTPS receiver answering `status`, registered as endpoint `label`. */
+  async function endpoint(label: string, status: number): Promise<void> {
+    const receiver = await startHttpsReceiver(f.cert);
+    receiver.answer(() => ({ status }));
+    receivers.push(receiver);
+    const created = await client.webhooks.create({ label, url: `https://${RECEIVER_HOST}:${receiver.port}/hook` });
+    endpoints.set(label, created.id);
+  }
+
   beforeAll(async () => {
-    t = await startTestService();
+    // Three attempts in quick succession per delivery, then a minute's wait: a failing endpoint holds still
+    // at its streak while the page is read, and one that keeps failing is disabled after a few deliveries.
+    f = await startDeliveryFixture({ queue: 'memory', env: { SORTIE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,60s' } });
     // The list marks flights live by the service's clock; it follows the wall clock here.
-    t.clock.set(new Date());
-    org = await t.createOrg('Harbour Ops');
-    client = createSortieClient({ baseUrl: t.url, apiKey: org.key });
+    f.t.clock.set(new Date());
+    org = await f.t.createOrg('Harbour Ops');
+    client = createSortieClient({ baseUrl: f.t.url, apiKey: org.key });
     experimentId = (await client.experiments.create({ name: 'Real-world autopilots' })).id;
     await flight('bluerov-sys1', ardusubDiveWithCompanion(20));
     await flight('px4-sys1', px4Mission(10));
@@ -59,12 +75,35 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
       rows: Array.from({ length: 120 }, (_, i) => ({ timestamp: new Date(START_US / 1000 + 3_600_000 + i * 500).toISOString(), values: { thrust: 12 + i / 100, rpm: 5400 + i } })),
     });
     datasets.set('thrust-stand', stand.datasetId);
+
+    // Deliveries: a healthy receiver, one that has refused every delivery until it was disabled, and one
+    // that failed the last delivery's three attempts (registered after the other was disabled).
+    await client.datasets.arm({ datasetId: stand.datasetId, ttlSeconds: 3600 });
+    const dispatch = async () => {
+      const command = await client.commands.create({ experimentId, datasetId: stand.datasetId, commandText: 'RTL', relTime: 1 });
+      await client.commands.dispatch({ commandId: command.id, ackTimeoutSeconds: 600 });
+    };
+    await endpoint('ground station', 200);
+    await endpoint('old relay', 500);
+    for (let i = 0; i < 7 && !(await client.webhooks.list()).find((e) => e.label === 'old relay')?.disabledAt; i++) {
+      await dispatch();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+    await endpoint('range safety', 503);
+    await dispatch();
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const listed = await client.webhooks.list();
+      if (listed.find((e) => e.label === 'old relay')?.disabledAt && listed.find((e) => e.label === 'range safety')?.consecutiveFailures === 3) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
-    await t?.stop();
+    for (const r of receivers) await r.close();
+    await f?.stop();
   });
 
   /** Signs in with `key` in a tab of its own, as a newcomer would. */
@@ -72,7 +111,7 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     await page?.close();
     page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
     problems.push(await watchPageProblems(page));
-    await page.goto(`${t.url}/`);
+    await page.goto(`${f.t.url}/`);
     await page.fill('#api-key', key);
     await page.click('button[type=submit]');
     await page.waitForSelector('[data-testid=organization]');
@@ -93,6 +132,28 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     // The exact ends are a hover away.
     expect(await page.locator('.datasets li', { hasText: 'px4-sys1' }).locator('[data-fact=duration]').getAttribute('title')).toMatch(/^first to last sample, until 2026-01-05T09:00:09\.\d+Z$/);
     expect(await seriousAxeViolations(page), 'axe on the list').toEqual([]);
+  });
+
+  it("webhook endpoints show their failure streak, what their receiver answered last and when, and why one was disabled", async () => {
+    await page.click('nav >> text=Webhooks');
+    const row = (label: string) => page.locator('tr[data-endpoint]', { has: page.locator('td', { hasText: new RegExp(`^${label}$`) }) });
+    const cell = (label: string, id: string) => row(label).locator(`[data-testid=${id}]`);
+    await row('range safety').waitFor();
+    // Enabled, but failing: not the plain "enabled" a healthy endpoint reads.
+    expect(await cell('range safety', 'endpoint-state').textContent()).toBe('enabled');
+    expect(await cell('range safety', 'endpoint-failures').textContent()).toBe('failing: 3 in a row');
+    expect(await cell('range safety', 'endpoint-last').textContent()).toMatch(/^Last attempt: HTTP 503, \d{4}-\d\d-\d\d [\d:.]+ UTC$/);
+    // Disabled, and why: the streak that disabled it and what the receiver kept answering.
+    expect(await cell('old relay', 'endpoint-state').textContent()).toBe('disabled');
+    expect(await cell('old relay', 'endpoint-disabled').textContent()).toMatch(/^Disabled \d{4}-\d\d-\d\d [\d:.]+ UTC: 2\d consecutive failed delivery attempts$/);
+    expect(await cell('old relay', 'endpoint-last').textContent()).toMatch(/^Last attempt: HTTP 500, /);
+    expect(await cell('old relay', 'endpoint-failures').count()).toBe(0);
+    // Healthy.
+    expect(await cell('ground station', 'endpoint-state').textContent()).toBe('enabled');
+    expect(await cell('ground station', 'endpoint-failures').count()).toBe(0);
+    expect(await cell('ground station', 'endpoint-last').textContent()).toMatch(/^Last attempt: HTTP 200, /);
+    expect(await seriousAxeViolations(page), 'axe on the webhooks list').toEqual([]);
+    await page.click('nav >> text=Flights and data');
   });
 
   it('a new experiment from the list view: listed at once, with the agent command that streams a flight into it', async () => {
@@ -119,7 +180,7 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
 
   it('a whole walk (sign-in, list, a new experiment, a flight with plots, webhooks) raised no CSP report or page error', async () => {
     await signIn(org.key);
-    await page.goto(`${t.url}/?experiment=${experimentId}&dataset=${datasets.get('px4-sys1')}&channel=${encodeURIComponent('mavlink.ATTITUDE.roll')}`);
+    await page.goto(`${f.t.url}/?experiment=${experimentId}&dataset=${datasets.get('px4-sys1')}&channel=${encodeURIComponent('mavlink.ATTITUDE.roll')}`);
     await page.locator('figure.pane[data-channel="mavlink.ATTITUDE.roll"]').waitFor();
     await page.click('nav >> text=Webhooks');
     await page.locator('form[aria-label="Add an endpoint"]').waitFor();

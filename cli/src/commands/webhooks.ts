@@ -1,3 +1,4 @@
+import type { WebhookEndpoint } from '@sortie/contracts';
 import type { CommandSpec } from '../context.ts';
 import { integerValue, stringValue } from '../context.ts';
 import { CliError } from '../exit-codes.ts';
@@ -5,6 +6,19 @@ import { json, table } from '../output.ts';
 import { record } from './commands.ts';
 
 const SECRET_NOTE = 'The secret is shown only now: give it to the receiver (verifyWebhook checks signatures with it).\n';
+
+/** An endpoint's state as one cell: disabled and why, or enabled, with its failure streak when it fails. */
+function stateOf(e: WebhookEndpoint): string {
+  if (e.disabledAt) return `disabled: ${e.disabledReason ?? e.disabledAt}`;
+  const failing = e.consecutiveFailures > 0 ? `, ${e.consecutiveFailures} failed in a row` : '';
+  return e.rotatingUntil ? `enabled${failing}, rotating until ${e.rotatingUntil}` : `enabled${failing}`;
+}
+
+/** `503 at 2026-…Z`, `no answer at …` (a refused or timed-out attempt), or empty before the first. */
+function lastAttemptOf(e: WebhookEndpoint): string {
+  if (!e.lastAttempt) return '';
+  return `${e.lastAttempt.statusCode === 0 ? 'no answer' : e.lastAttempt.statusCode} at ${e.lastAttempt.at}`;
+}
 
 export const WEBHOOKS_GROUP: CommandSpec[] = [
   {
@@ -18,8 +32,8 @@ export const WEBHOOKS_GROUP: CommandSpec[] = [
         ctx.json
           ? json(endpoints)
           : table(
-              ['ID', 'LABEL', 'URL', 'STATE', 'CREATED'],
-              endpoints.map((e) => [e.id, e.label, e.url, e.disabledAt ? `disabled: ${e.disabledReason ?? e.disabledAt}` : e.rotatingUntil ? `rotating until ${e.rotatingUntil}` : 'enabled', e.createdAt]),
+              ['ID', 'LABEL', 'URL', 'STATE', 'LAST ATTEMPT', 'CREATED'],
+              endpoints.map((e) => [e.id, e.label, e.url, stateOf(e), lastAttemptOf(e), e.createdAt]),
             ),
       );
     },

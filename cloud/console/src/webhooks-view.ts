@@ -10,6 +10,14 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** The endpoint's latest delivery attempt as the list says it: what the receiver answered, and when. */
+function lastAttemptText(ep: WebhookEndpoint): string {
+  const last = ep.lastAttempt;
+  if (!last) return 'No delivery attempted yet';
+  const answer = last.statusCode === 0 ? `no answer${last.error ? ` (${last.error})` : ''}` : `HTTP ${last.statusCode}`;
+  return `Last attempt: ${answer}, ${formatIso(last.at)}`;
+}
+
 export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }): VNode<any> {
   const { api, session } = props;
   const read = need(session.scopes, 'webhooks:read');
@@ -105,7 +113,12 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
                   ep.disabledAt
                     ? h('span', { class: 'chip chip-nacked', 'data-testid': 'endpoint-state' }, 'disabled')
                     : h('span', { class: 'chip chip-acked', 'data-testid': 'endpoint-state' }, 'enabled'),
-                  ep.disabledAt ? h('div', null, `${formatIso(ep.disabledAt)}${ep.disabledReason ? ` — ${ep.disabledReason}` : ''}`) : null,
+                  // An endpoint whose deliveries fail must not read as plainly enabled: its streak, toward the auto-disable.
+                  !ep.disabledAt && ep.consecutiveFailures > 0
+                    ? h('span', { class: 'chip chip-failing', 'data-testid': 'endpoint-failures', title: 'disabled after 20 failed attempts in a row' }, `failing: ${ep.consecutiveFailures} in a row`)
+                    : null,
+                  ep.disabledAt ? h('div', { 'data-testid': 'endpoint-disabled' }, `Disabled ${formatIso(ep.disabledAt)}${ep.disabledReason ? `: ${ep.disabledReason}` : ''}`) : null,
+                  h('div', { class: 'muted', 'data-testid': 'endpoint-last' }, lastAttemptText(ep)),
                   ep.rotatingUntil ? h('div', null, `Rotating: the previous secret is accepted until ${formatIso(ep.rotatingUntil)}`) : null,
                 ]),
                 h('td', null, [

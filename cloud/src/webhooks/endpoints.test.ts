@@ -73,7 +73,7 @@ describe('POST /api/webhooks/create', () => {
     expect(response.status).toBe(201);
     const body = WebhookEndpointWithSecretSchema.parse(response.body);
     expect(Object.keys(response.body).sort()).toEqual(
-      ['createdAt', 'disabledAt', 'disabledReason', 'id', 'label', 'limitEvents', 'rotatingUntil', 'secret', 'updatedAt', 'url'],
+      ['consecutiveFailures', 'createdAt', 'disabledAt', 'disabledReason', 'id', 'label', 'lastAttempt', 'limitEvents', 'rotatingUntil', 'secret', 'updatedAt', 'url'],
     );
     // Limit events only when asked for: a receiver written for commands gets commands.
     expect(body.limitEvents).toBe(false);

@@ -1,4 +1,5 @@
 import { generateWebhookSecret, type WebhookEndpoint } from '@sortie/contracts';
+import { sql } from 'kysely';
 import type { WebhookEndpointRow } from '../db/schema.ts';
 import { openSecret, sealSecret } from './secret-box.ts';
 import type { Executor } from '../db/executor.ts';
@@ -9,8 +10,19 @@ import type { Executor } from '../db/executor.ts';
  * associated data; only create and rotate ever see a plaintext leave this module towards a client.
  */
 
-/** The spec's record. `rotatingUntil` is shown only while the window is open: after it, one secret is live. */
-export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoint {
+/** An endpoint's latest delivery attempt: what its receiver answered last, and when. */
+export interface LastAttempt {
+  at: Date;
+  statusCode: number | null;
+  error: string | null;
+  eventType: string;
+}
+
+/**
+ * The spec's record. `rotatingUntil` is shown only while the window is open: after it, one secret is live.
+ * `last` is the endpoint's latest delivery attempt (lastAttempts), undefined for one never attempted.
+ */
+export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date, last?: LastAttempt): WebhookEndpoint {
   return {
     id: row.id,
     label: row.label,
@@ -21,7 +33,22 @@ export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date): WebhookEn
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     limitEvents: row.limit_events,
+    consecutiveFailures: row.consecutive_failures,
+    lastAttempt: last ? { at: last.at.toISOString(), statusCode: last.statusCode ?? 0, error: last.error, eventType: last.eventType } : null,
   };
+}
+
+/** The latest delivery attempt of each endpoint given, by id: one probe each of the attempts' endpoint index. */
+export async function lastAttempts(db: Executor, endpointIds: readonly string[]): Promise<Map<string, LastAttempt>> {
+  if (endpointIds.length === 0) return new Map();
+  const result = await sql<{ id: string; at: Date; status_code: number | null; error: string | null; event_type: string }>`
+    select e.id, a.attempted_at as at, a.status_code, a.error, a.event_type
+    from unnest(${[...endpointIds]}::uuid[]) as e(id)
+    cross join lateral (
+      select attempted_at, status_code, error, event_type from delivery_attempts
+      where endpoint_id = e.id order by attempted_at desc limit 1
+    ) a`.execute(db);
+  return new Map(result.rows.map((r) => [r.id, { at: new Date(r.at), statusCode: r.status_code, error: r.error, eventType: r.event_type }]));
 }
 
 function overlapOpen(row: WebhookEndpointRow, now: Date): boolean {

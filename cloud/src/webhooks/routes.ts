@@ -12,7 +12,7 @@ import type { AppContext } from '../platform/context.ts';
 import { invalidRequest, notFound } from '../http/api-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
-import { createEndpoint, deleteEndpoint, listEndpoints, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';
+import { createEndpoint, deleteEndpoint, lastAttempts, listEndpoints, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';
 import { checkWebhookUrl } from '../net/url-guard.ts';
 
 /** /api/webhooks/{create,list,update,rotate,delete}. The deliveries listing lives with the delivery engine. */
@@ -37,15 +37,16 @@ export function webhooksRoutes(ctx: AppContext) {
     })
     .get('/webhooks/list', requireScope(ctx, 'webhooks:read'), async (c) => {
       const rows = await listEndpoints(ctx.db, c.get('principal').organizationId);
+      const last = await lastAttempts(ctx.db, rows.map((r) => r.id));
       const now = ctx.clock.now();
-      return c.json(rows.map((row) => toWebhookEndpoint(row, now)));
+      return c.json(rows.map((row) => toWebhookEndpoint(row, now, last.get(row.id))));
     })
     .post('/webhooks/update', requireScope(ctx, 'webhooks:write'), async (c) => {
       const body = await readJson(c, UpdateWebhookRequestSchema);
       const now = ctx.clock.now();
       const row = await updateEndpoint(ctx.db, { organizationId: c.get('principal').organizationId, ...body, now });
       if (!row) throw notFound(`no webhook endpoint ${body.id}`);
-      return c.json(toWebhookEndpoint(row, now));
+      return c.json(toWebhookEndpoint(row, now, (await lastAttempts(ctx.db, [row.id])).get(row.id)));
     })
     .post('/webhooks/rotate', requireScope(ctx, 'webhooks:write'), async (c) => {
       const body = await readJson(c, RotateWebhookRequestSchema);
@@ -58,7 +59,8 @@ export function webhooksRoutes(ctx: AppContext) {
         now,
       });
       if (!rotated) throw notFound(`no webhook endpoint ${body.id}`);
-      const response: WebhookEndpointWithSecret = { ...toWebhookEndpoint(rotated.row, now), secret: rotated.secret };
+      const last = (await lastAttempts(ctx.db, [rotated.row.id])).get(rotated.row.id);
+      const response: WebhookEndpointWithSecret = { ...toWebhookEndpoint(rotated.row, now, last), secret: rotated.secret };
       return c.json(response);
     })
     .post('/webhooks/delete', requireScope(ctx, 'webhooks:write'), async (c) => {

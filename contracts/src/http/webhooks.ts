@@ -29,6 +29,24 @@ export const WebhookEndpointSchema = z.object({
    * addition to the spec). Off unless set: a receiver written for commands receives only commands.
    */
   limitEvents: z.boolean(),
+  /**
+   * Failed delivery attempts in a row, up to now (an addition): a 2xx resets it; at 20 the endpoint is
+   * disabled and its owners told, `disabledReason` saying so.
+   */
+  consecutiveFailures: z.number().int().nonnegative(),
+  /**
+   * The endpoint's latest delivery attempt (an addition), null before its first: when, the HTTP status
+   * (0 when no answer came, `error` then says why) and what was delivered. A `webhooks/test` ping is not
+   * stored, so it is not this.
+   */
+  lastAttempt: z
+    .object({
+      at: TimestampOut,
+      statusCode: z.number().int(),
+      error: text().nullable(),
+      eventType: text(),
+    })
+    .nullable(),
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpointSchema>;
 

@@ -11,6 +11,7 @@ import * as m0009 from './0009-delivery-row-costs.ts';
 import * as m0010 from './0010-live-events.ts';
 import * as m0011 from './0011-limit-rules.ts';
 import * as m0012 from './0012-limit-webhooks.ts';
+import * as m0013 from './0013-endpoint-attempts.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '0010-live-events': m0010,
   '0011-limit-rules': m0011,
   '0012-limit-webhooks': m0012,
+  '0013-endpoint-attempts': m0013,
 };
 
 export const migrationProvider: MigrationProvider = {
