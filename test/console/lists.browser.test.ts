@@ -11,7 +11,9 @@ import { createStreamSubmitClient } from '@sortie/client/node';
 import { RECEIVER_HOST, startDeliveryFixture, startHttpsReceiver, type DeliveryFixture, type TestOrg, type TestReceiver } from '@sortie/cloud/testing';
 import { ardusubDiveWithCompanion, px4Mission, type SyntheticFrame } from '@sortie/contracts/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { launchChromium, seriousAxeViolations, SKIP_BROWSER, watchPageProblems } from './browser.ts';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launchChromium, screenshotDir, seriousAxeViolations, SKIP_BROWSER, watchPageProblems } from './browser.ts';
 
 vi.setConfig({ expect: { poll: { timeout: 10_000, interval: 50 } } });
 
@@ -45,6 +47,8 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
       Object.fromEntries(els.map((e) => [(e as HTMLElement).dataset.fact, e.textContent])),
     );
 
+  const { dir: shots, temporary } = screenshotDir();
+  let wallClock: ReturnType<typeof setInterval> | undefined;
   const receivers: TestReceiver[] = [];
   const endpoints = new Map<string, string>();
 
@@ -61,8 +65,9 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     // Three attempts in quick succession per delivery, then a minute's wait: a failing endpoint holds still
     // at its streak while the page is read, and one that keeps failing is disabled after a few deliveries.
     f = await startDeliveryFixture({ queue: 'memory', env: { SORTIE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,60s' } });
-    // The list marks flights live by the service's clock; it follows the wall clock here.
-    f.t.clock.set(new Date());
+    // The service's clock follows the wall clock, as a deployed one does: attempts, disables and the list's
+    // live marks are on it.
+    wallClock = setInterval(() => f.t.clock.set(new Date()), 50);
     org = await f.t.createOrg('Harbour Ops');
     client = createSortieClient({ baseUrl: f.t.url, apiKey: org.key });
     experimentId = (await client.experiments.create({ name: 'Real-world autopilots' })).id;
@@ -101,9 +106,11 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
   }, 120_000);
 
   afterAll(async () => {
+    clearInterval(wallClock);
     await browser?.close();
     for (const r of receivers) await r.close();
     await f?.stop();
+    if (temporary) await rm(shots, { recursive: true, force: true });
   });
 
   /** Signs in with `key` in a tab of its own, as a newcomer would. */
@@ -153,6 +160,7 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     expect(await cell('ground station', 'endpoint-failures').count()).toBe(0);
     expect(await cell('ground station', 'endpoint-last').textContent()).toMatch(/^Last attempt: HTTP 200, /);
     expect(await seriousAxeViolations(page), 'axe on the webhooks list').toEqual([]);
+    await page.locator('table.endpoints').screenshot({ path: join(shots, 'console-webhook-health.png') });
     await page.click('nav >> text=Flights and data');
   });
 
@@ -161,6 +169,7 @@ describe.skipIf(SKIP_BROWSER)('lists that inform, in Chromium', () => {
     await page.click('form[aria-label="New experiment"] button[type=submit]');
     await expect.poll(() => page.locator('[data-testid=agent-command]').textContent()).toMatch(/^npm run agent -- --experiment [0-9a-f-]{36} --source/);
     const id = /--experiment ([0-9a-f-]{36})/.exec((await page.locator('[data-testid=agent-command]').textContent())!)![1]!;
+    await page.locator('aside.browser').screenshot({ path: join(shots, 'console-list.png') });
     expect((await client.experiments.list()).find((e) => e.id === id)?.name).toBe('Hover test 12');
     await expect.poll(() => page.locator('.experiment-name').allTextContents()).toContain('Hover test 12');
     expect(await page.inputValue('#experiment-name')).toBe('');

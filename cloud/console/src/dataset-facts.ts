@@ -49,11 +49,12 @@ export function DatasetFacts(props: { summary: DatasetSummary | undefined }): VN
   if (!summary) return null;
   const facts = factsOf(summary);
   if (facts.length === 0) return h('div', { class: 'dataset-facts muted' }, 'no data yet');
-  return h(
-    'div',
-    { class: 'dataset-facts' },
-    facts.map((f) => h('span', { key: f.fact, 'data-fact': f.fact, title: f.title }, f.text)),
-  );
+  // Two lines that each read whole in a narrow list: when (date, duration), then what (vehicle, autopilot, size).
+  const line = (kinds: readonly string[]) => facts.filter((f) => kinds.includes(f.fact)).map((f) => h('span', { key: f.fact, 'data-fact': f.fact, title: f.title }, f.text));
+  return h('div', { class: 'dataset-facts' }, [
+    h('div', { class: 'facts-line' }, line(['date', 'duration'])),
+    h('div', { class: 'facts-line' }, line(['vehicle', 'autopilot', 'frames', 'samples'])),
+  ]);
 }
 
 /**
