@@ -166,10 +166,11 @@ per command, then the ack.</p>
 <tr><td>any other 3xx or 4xx</td><td>final: not retried (redirects are never followed)</td></tr>
 </tbody></table>
 <p>Each attempt is listed by <code>GET /api/webhooks/deliveries?commandId=</code> with its status, duration, error and the first
-${RESPONSE_KEEP_BYTES} bytes of your answer. After ${AUTO_DISABLE_AFTER_FAILURES} consecutive failed attempts the endpoint is disabled and its
+${RESPONSE_KEEP_BYTES} bytes of your answer, and <code>GET /api/webhooks/list</code> shows each endpoint's failure streak and latest attempt.
+After ${AUTO_DISABLE_AFTER_FAILURES} consecutive failed attempts the endpoint is disabled and its
 organization's owners are notified (<code>GET /api/notifications</code>, and email where SMTP is set up). Before every attempt the URL is
-checked again with fresh DNS, and the service connects only to the addresses that passed (public ones, or those in
-<code>SORTIE_WEBHOOK_ALLOW_CIDRS</code>).</p>
+checked again with fresh DNS, and the service connects only to the addresses that passed (public ones, or private ones the operator
+allows: <code>SORTIE_WEBHOOK_ALLOW_CIDRS</code>, or <code>npm run admin -- webhook-trust add</code> while the service runs).</p>
 <p class="note">API keys go in <code>${API_KEY_HEADER}</code> for the HTTP API; deliveries never carry one. This service's ack URL base is
 <code>${esc(settings.publicUrl)}</code> (<code>SORTIE_PUBLIC_URL</code>).</p>
 `;
