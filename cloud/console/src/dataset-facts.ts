@@ -8,6 +8,12 @@ import type { ConsoleApi } from './api.ts';
 
 /** Summaries read at once: a list of many flights does not open a request per flight in one go. */
 const PARALLEL = 4;
+/**
+ * A flight that is streaming is summarised again at most this often: each summary of a dataset written
+ * since the last one scans its tables (telemetry/summary.ts), and its facts lagging half a minute behind a
+ * flight marked LIVE mislead nobody.
+ */
+const LIVE_REREAD_MS = 30_000;
 
 /** `2018-08-08 14:05 UTC`: the day and minute a flight began. */
 export function formatStart(iso: string): string {
@@ -59,19 +65,23 @@ export function DatasetFacts(props: { summary: DatasetSummary | undefined }): VN
 
 /**
  * The summaries of every listed dataset, by id. Each is read once, and again when the list reports newer
- * telemetry for it (its `lastDataAt`, set while it streams), so a finished flight costs one request per page.
+ * telemetry for it (its `lastDataAt`, set while it streams; at most every LIVE_REREAD_MS), so a finished
+ * flight costs one request per page.
  */
 export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[] | undefined): ReadonlyMap<string, DatasetSummary> {
   const [summaries, setSummaries] = useState<ReadonlyMap<string, DatasetSummary>>(new Map());
-  // What was asked for each dataset (its lastDataAt when asked), so nothing is read twice for one state.
-  const asked = useRef(new Map<string, string>());
+  // What was asked for each dataset (its lastDataAt when asked, and when), so nothing is read twice for one
+  // state, and a streaming flight at most every LIVE_REREAD_MS.
+  const asked = useRef(new Map<string, { stamp: string; at: number }>());
   useEffect(() => {
     const wanted: Array<{ experimentId: string; datasetId: string; stamp: string }> = [];
+    const now = Date.now();
     for (const e of experiments ?? []) {
       for (const d of e.datasets) {
         const stamp = d.lastDataAt ?? '';
-        if (asked.current.get(d.id) === stamp) continue;
-        asked.current.set(d.id, stamp);
+        const before = asked.current.get(d.id);
+        if (before && (before.stamp === stamp || now - before.at < LIVE_REREAD_MS)) continue;
+        asked.current.set(d.id, { stamp, at: now });
         wanted.push({ experimentId: e.id, datasetId: d.id, stamp });
       }
     }
