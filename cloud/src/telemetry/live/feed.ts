@@ -39,8 +39,9 @@ export const READ_INTERVAL_MS = 50;
  * One dataset's new rows, read once per replica for every follower of it: on each telemetry
  * announcement (from any replica, live-bus.ts) the feed reads the rows committed since its cursor, for
  * the union of the channels its subscribers follow, and hands each subscriber its channels' samples.
- * Announcements that arrive while a read runs make one more read after it, never a queue of them. So
- * the storage cost of following grows with the datasets followed, not with the followers.
+ * Announcements that arrive while a read runs (or waits its turn: reads start READ_INTERVAL_MS apart)
+ * make one more read after it, never a queue of them. So the storage cost of following grows with the
+ * datasets followed, not with the followers, and a follower gets its telemetry in at most one update per read.
  *
  * Cursors: a wide table is read by time (its key), after the newest time read; narrow message tables
  * by frame_seq (their key, the agent's per-dataset sequence), after the newest sequence read, per
