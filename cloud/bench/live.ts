@@ -47,6 +47,7 @@ import { loadMessageTables } from '../src/telemetry/narrow/message-tables.ts';
 import { messageTableTail } from '../src/telemetry/narrow/query.ts';
 import { loadBootSessions } from '../src/telemetry/narrow/session-store.ts';
 import { signalColumn } from '../src/telemetry/narrow/message-tables.ts';
+import { dropDeliveryStream } from '../src/testing/nats-server.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
 import { api, createOrgAndKey, percentile, processCpuMs, registerWideDataset, startServerProcess, type BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
@@ -730,6 +731,8 @@ try {
   await browser?.close();
   await nc.close();
   await server.stop();
+  // The server made a delivery stream in its namespace: the shared NATS keeps none of a bench's.
+  await dropDeliveryStream(NATS_URL, NAMESPACE);
   await handle.close();
   await database.drop();
 }
