@@ -175,28 +175,39 @@ export class FileReplaySource implements Source {
   async *#tlogChunks(): AsyncGenerator<SourceChunk, void, undefined> {
     const walker = new PositionedTlogWalker({ crcExtra: this.#opts.crcExtra, base: this.#position });
     try {
-      for (;;) {
-        const data = await this.#read();
-        const records = data ? walker.push(data) : walker.end();
-        this.#discarded = walker.stats.bytesDiscarded;
-        for (const r of records) {
-          const ts = Number(r.timestampUs);
-          const wait = this.#pacer.delayFor(ts);
-          if (wait > 0) await sleep(wait, this.#abort.signal);
-          if (this.#closed) return;
-          this.#pacer.emitted(ts);
-          this.#chunks++;
-          this.#handedOut = r.end;
-          yield { bytes: r.frame.bytes, receivedAtUs: ts, position: { start: r.start, end: r.end } };
-        }
-        if (!data || this.#closed) break;
-      }
-      if (!this.#closed) {
-        this.#state = 'ended';
-        this.#handedOut = this.#size;
-      }
+      yield* this.#timedFrames(walker, (r) => Number(r.timestampUs));
     } finally {
       await this.#release();
+    }
+  }
+
+  /**
+   * Frames of a walker over the file, each stamped with the time `timeOf` gives it and handed out when the
+   * pacer says that time has come; the file's end ends the replay.
+   */
+  async *#timedFrames<F extends { frame: { bytes: Uint8Array }; start: number; end: number }>(
+    walker: { push(data: Uint8Array): F[]; end(): F[]; stats: { bytesDiscarded: number } },
+    timeOf: (f: F) => number,
+  ): AsyncGenerator<SourceChunk, void, undefined> {
+    for (;;) {
+      const data = await this.#read();
+      const frames = data ? walker.push(data) : walker.end();
+      this.#discarded = walker.stats.bytesDiscarded;
+      for (const f of frames) {
+        const ts = timeOf(f);
+        const wait = this.#pacer.delayFor(ts);
+        if (wait > 0) await sleep(wait, this.#abort.signal);
+        if (this.#closed) return;
+        this.#pacer.emitted(ts);
+        this.#chunks++;
+        this.#handedOut = f.end;
+        yield { bytes: f.frame.bytes, receivedAtUs: ts, position: { start: f.start, end: f.end } };
+      }
+      if (!data || this.#closed) break;
+    }
+    if (!this.#closed) {
+      this.#state = 'ended';
+      this.#handedOut = this.#size;
     }
   }
 
@@ -255,26 +266,7 @@ export class FileReplaySource implements Source {
         for (const pf of before.end()) place(pf.frame);
       }
       const walker = new PositionedFramer({ crcExtra: this.#opts.crcExtra, base: this.#position });
-      for (;;) {
-        const data = await this.#read();
-        const frames = data ? walker.push(data) : walker.end();
-        this.#discarded = walker.stats.bytesDiscarded;
-        for (const pf of frames) {
-          const ts = place(pf.frame);
-          const wait = this.#pacer.delayFor(ts);
-          if (wait > 0) await sleep(wait, this.#abort.signal);
-          if (this.#closed) return;
-          this.#pacer.emitted(ts);
-          this.#chunks++;
-          this.#handedOut = pf.end;
-          yield { bytes: pf.frame.bytes, receivedAtUs: ts, position: { start: pf.start, end: pf.end } };
-        }
-        if (!data || this.#closed) break;
-      }
-      if (!this.#closed) {
-        this.#state = 'ended';
-        this.#handedOut = this.#size;
-      }
+      yield* this.#timedFrames(walker, (pf) => place(pf.frame));
     } finally {
       await this.#release();
     }
