@@ -77,3 +77,11 @@ export async function locateDataset(ctx: Context, datasetId: string): Promise<{ 
 export function queryAddress(channel: { hypertableColName: string }): string {
   return /^ch_\d+$/.test(channel.hypertableColName) ? channel.hypertableColName.slice(3) : channel.hypertableColName;
 }
+
+/** Channel data types Query cannot read (it reads numbers, bools as 0/1): left out of "every channel". */
+export const NOT_PLOTTABLE: ReadonlySet<string> = new Set(['string', 'bytes', 'bit_field']);
+
+/** The channel `--channel NAME` means: by its name or by its address (`ch_N`, a MAVLink signal name). */
+export function findChannel<C extends { name: string; hypertableColName: string }>(channels: readonly C[], name: string): C | undefined {
+  return channels.find((c) => c.name === name || c.hypertableColName === name);
+}

@@ -1,11 +1,9 @@
 import type { FollowAnswer, FollowEventAnswer } from '@sortie/client';
 import type { CommandSpec } from '../context.ts';
-import { integerValue, listValue, locateDataset, queryAddress } from '../context.ts';
+import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress } from '../context.ts';
 import { CliError } from '../exit-codes.ts';
 import { formatTime } from '../time.ts';
 
-/** Query reads numbers (bools as 0/1); text and byte channels cannot be followed. */
-const NOT_PLOTTABLE = new Set(['string', 'bytes', 'bit_field']);
 /** Without --channel, a dataset with at most this many numeric channels is followed whole. */
 const DEFAULT_CHANNELS = 16;
 
@@ -49,7 +47,7 @@ export const FOLLOW: CommandSpec = {
     const chosen = wanted.length === 0
       ? numeric
       : wanted.map((name) => {
-          const channel = channels.find((c) => c.name === name || c.hypertableColName === name);
+          const channel = findChannel(channels, name);
           // A MAVLink signal no frame has carried yet can still be followed: it may arrive in this flight.
           if (!channel && name.startsWith('mavlink.')) return { name, hypertableColName: name };
           if (!channel) throw new CliError(`--channel ${name}: the dataset has no such channel (sortie channels ${datasetId} lists them)`);

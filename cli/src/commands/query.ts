@@ -1,13 +1,10 @@
 import type { CommandSpec } from '../context.ts';
-import { integerValue, listValue, locateDataset, queryAddress, stringValue } from '../context.ts';
+import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress, stringValue } from '../context.ts';
 import { CliError } from '../exit-codes.ts';
 import { csvField, json, table } from '../output.ts';
 import { formatTime, parseTime } from '../time.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
-
-/** Query reads numbers (bools as 0/1); text and byte channels are refused, so they are left out of "all". */
-const NOT_PLOTTABLE = new Set(['string', 'bytes', 'bit_field']);
 
 /** The service's bound on channels per Query (README, gRPC telemetry: limits). */
 const MAX_CHANNELS_PER_QUERY = 256;
@@ -42,7 +39,7 @@ export const QUERY: CommandSpec = {
     const chosen = wanted.length === 0
       ? channels.filter((c) => !NOT_PLOTTABLE.has(c.dataType))
       : wanted.map((name) => {
-          const channel = channels.find((c) => c.name === name || c.hypertableColName === name);
+          const channel = findChannel(channels, name);
           if (!channel) throw new CliError(`--channel ${name}: the dataset has no such channel (sortie channels ${datasetId} lists them)`);
           return channel;
         });
