@@ -18,6 +18,7 @@ const pureTests = [
   'cloud/console/src/reading.test.ts',
   'cloud/console/src/dataset-facts.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
+  'cloud/src/imports/formats/dataflash.test.ts',
   'cloud/src/auth/principal.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',
   'cloud/src/delivery/backoff.test.ts',
