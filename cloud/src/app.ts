@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { armingRoutes } from './arming/routes.ts';
+import { IMPORT_UPLOAD_PATH, importsRoutes } from './imports/routes.ts';
 import { channelsRoutes } from './channels/routes.ts';
 import { commandsRoutes } from './commands/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
@@ -49,9 +50,12 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
     onError: (c) => renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
   });
   // TelemetryService's Connect handlers bound their messages themselves (readMaxBytes, RESOURCE_EXHAUSTED), as on the gRPC port.
-  app.use('/api/*', (c, next) => (c.req.path.startsWith(`${RPC_PREFIX}/`) ? next() : limit(c, next)));
+  // A log upload streams to disk under its own limit (SORTIE_IMPORT_MAX_BYTES): neither bound applies to it.
+  const unbounded = (path: string) => path.startsWith(`${RPC_PREFIX}/`) || path === IMPORT_UPLOAD_PATH;
+  app.use('/api/*', (c, next) => (unbounded(c.req.path) ? next() : limit(c, next)));
   // Bodies the limit let through, bounded together in bytes: many large ones wait their turn.
-  app.use('/api/*', bodyAdmission(new BodyBudget(ctx.config.http.bodyBytesInFlight), ctx.config.http.bodyLimit));
+  const admission = bodyAdmission(new BodyBudget(ctx.config.http.bodyBytesInFlight), ctx.config.http.bodyLimit);
+  app.use('/api/*', (c, next) => (c.req.path === IMPORT_UPLOAD_PATH ? next() : admission(c, next)));
 
   app.route('/', operationsRoutes(ctx));
   app.route('/api', experimentsRoutes(ctx));
@@ -60,6 +64,7 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   app.route('/api', appendRoutes(ctx));
   app.route('/api', eventsRoutes(ctx));
   app.route('/api', limitsRoutes(ctx));
+  app.route('/api', importsRoutes(ctx));
   app.route('/api', exportRoutes(ctx));
   app.route('/api', commandsRoutes(ctx));
   app.route('/api', armingRoutes(ctx));

@@ -11,4 +11,5 @@ export * from './mavlink/framer.ts';
 export * from './mavlink/tlog.ts';
 export * from './mavlink/signal-names.ts';
 export * from './mavlink/modes.ts';
+export * from './logs/signal-names.ts';
 export * from './openapi/index.ts';

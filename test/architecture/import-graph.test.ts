@@ -27,7 +27,7 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['experiments', 'arming'],
   ['telemetry'],
   ['channels', 'events', 'limits'],
-  ['commands'],
+  ['commands', 'imports'],
   ['delivery', 'live'],
   ['grpc', 'observability', 'console', 'export'],
   ['api-docs', 'admin'],

@@ -321,6 +321,37 @@ export interface NarrowMessageTablesTable {
   msgid: number;
   table_name: string;
   signals: string[];
+  /** A log table's message name and columns (telemetry/narrow/message-tables.ts); null on MAVLink tables. */
+  message: ColumnType<string | null, string | null | undefined, string | null>;
+  columns: ColumnType<unknown | null, string | null | undefined, string | null>;
+}
+
+/** One imported log file (imports/): the flight it made, what was found, and the log's metadata. */
+export interface LogImportsTable {
+  id: string;
+  organization_id: string;
+  experiment_id: string;
+  dataset_id: string;
+  sha256: Buffer;
+  format: string;
+  file_name: string | null;
+  bytes: ColumnType<number, number, number>;
+  status: 'importing' | 'done';
+  report: Json<Record<string, unknown>> | null;
+  metadata: Json<Record<string, unknown>>;
+  created_at: CreatedAt;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** A parameter value of an imported flight: initial (in effect at the start) or a change during it, in log order. */
+export interface FlightParametersTable {
+  dataset_id: string;
+  seq: number;
+  name: string;
+  value: number;
+  boot_us: ColumnType<number | null, number | null, number | null>;
+  time: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  initial: boolean;
 }
 
 /** The system id a narrow dataset is bound to, its highest frame_seq, and a version bumped by every write. */
@@ -367,6 +398,8 @@ export interface Database {
   ack_attempts: AckAttemptsTable;
   telemetry_rollups: TelemetryRollupsTable;
   narrow_message_tables: NarrowMessageTablesTable;
+  log_imports: LogImportsTable;
+  flight_parameters: FlightParametersTable;
   narrow_datasets: NarrowDatasetsTable;
   narrow_boot_sessions: NarrowBootSessionsTable;
   notifications: NotificationsTable;

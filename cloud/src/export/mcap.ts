@@ -114,7 +114,7 @@ export function wideMcap(source: RawRows): McapSource {
 export function mavlinkMcap(messages: MavlinkMessages): McapSource {
   const index = new Map(messages.channels.map((c, i) => [c.msgid, i]));
   return {
-    channels: messages.channels.map((c) => ({ topic: `${MCAP_TOPICS.mavlinkPrefix}${c.message}`, schemaName: `mavlink.${c.message}`, schema: c.schema })),
+    channels: messages.channels.map((c) => ({ topic: `/${c.namespace}/${c.message}`, schemaName: `${c.namespace}.${c.message}`, schema: c.schema })),
     async *pages() {
       for await (const page of messages.pages()) yield page.map((frame) => ({ t: frame.t, channel: index.get(frame.msgid)!, json: frame.json }));
     },

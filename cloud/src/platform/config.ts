@@ -114,10 +114,20 @@ export const EnvSchema = z.object({
    * exits; after this many seconds (or a second signal) it exits at once. 25 fits inside Kubernetes' 30 s.
    */
   SORTIE_SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(1).max(3600).default(25),
+  /**
+   * The largest log file POST /api/imports/create takes (payload_too_large above). An upload is streamed
+   * to a file in SORTIE_IMPORT_DIR while it arrives and read from there, never held in memory; a
+   * PX4 or ArduPilot SD-card log of a long flight is a few GB.
+   */
+  SORTIE_IMPORT_MAX_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 ** 3),
+  /** Where uploads wait while they are imported (deleted after): the system's temporary directory by default. */
+  SORTIE_IMPORT_DIR: optionalString,
 });
 export type Env = z.infer<typeof EnvSchema>;
 
 export interface Config {
+  /** Log file imports (imports/): the largest upload, and where uploads wait (undefined: the system's temp dir). */
+  imports: { maxBytes: number; dir: string | undefined };
   databaseUrl: string | undefined;
   dataDir: string;
   natsUrl: string | undefined;
@@ -184,5 +194,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     delivery: { concurrency: e.SORTIE_DELIVERY_CONCURRENCY },
     smtp: { url: e.SORTIE_SMTP_URL, from: e.SORTIE_SMTP_FROM },
     shutdownGraceMs: e.SORTIE_SHUTDOWN_GRACE_SECONDS * 1000,
+    imports: { maxBytes: e.SORTIE_IMPORT_MAX_BYTES, dir: e.SORTIE_IMPORT_DIR },
   };
 }

@@ -1,3 +1,4 @@
+import { parseLogSignalName } from '@sortie/contracts';
 import { parseSignalName } from '@sortie/contracts/mavlink';
 import { sql, type RawBuilder } from 'kysely';
 import type { DatasetRow } from '../db/schema.ts';
@@ -5,7 +6,7 @@ import type { Executor } from '../db/executor.ts';
 import { listChannelRows } from '../datasets/queries.ts';
 import { invalidRequest } from '../http/api-error.ts';
 import { anyValueSql, frameFields, frameObjectSql, framePages, frameValuesSql, type FrameRow, type FrameSource } from './narrow/frame-pages.ts';
-import { loadMessageTables, messageColumns, signalColumn, type ColumnType, type SignalColumn } from './narrow/message-tables.ts';
+import { findSignal, isLogTable, loadMessageTables, type ColumnType, type MessageTable, type SignalColumn } from './narrow/message-tables.ts';
 import { signalInfo } from './narrow/signal-info.ts';
 import { timestampToUs, usToTimestamp } from './sql/sql-time.ts';
 import { writableColumns } from './wide/wide-batch.ts';
@@ -162,6 +163,9 @@ interface NarrowChoice {
   msgid: number;
   table: string;
   column: SignalColumn;
+  /** The table's message name (`ATTITUDE`, `vehicle_attitude`, `IMU[1]`) and its columns. */
+  message: string;
+  source: MessageTable;
 }
 
 /**
@@ -173,19 +177,22 @@ async function narrowChoices(db: Executor, dataset: DatasetRow, channels: readon
   if (channels.length === 0) {
     const all: NarrowChoice[] = [];
     for (const table of tables.values()) {
-      for (const column of messageColumns(table.msgid).columns) {
-        if (table.signals.has(column.signal)) all.push({ signal: column.signal, msgid: table.msgid, table: table.table, column });
+      for (const column of table.columns) {
+        if (table.signals.has(column.signal)) all.push({ signal: column.signal, msgid: table.msgid, table: table.table, column, message: table.message, source: table });
       }
     }
     return all.sort((a, b) => (a.signal < b.signal ? -1 : a.signal > b.signal ? 1 : 0));
   }
   return channels.map((name, i) => {
-    const at = signalColumn(name);
-    const table = at && tables.get(at.msgid);
-    if (!at || !table || !table.signals.has(name)) {
-      throw unknownChannel(i, name, parseSignalName(name) ? 'was never stored by this dataset' : 'is not a MAVLink signal name (mavlink.<MESSAGE>.<field>)');
+    const at = findSignal(tables, name);
+    if (!at || !at.table.signals.has(name)) {
+      throw unknownChannel(
+        i,
+        name,
+        parseSignalName(name) || parseLogSignalName(name) ? 'was never stored by this dataset' : 'is not a signal name (mavlink.<MESSAGE>.<field>, ulog.<topic>.<field>, dataflash.<MESSAGE>.<field>)',
+      );
     }
-    return { signal: name, msgid: at.msgid, table: table.table, column: at.column };
+    return { signal: name, msgid: at.table.msgid, table: at.table.table, column: at.column, message: at.table.message, source: at.table };
   });
 }
 
@@ -206,15 +213,12 @@ function tablePageRows(pageValues: number, columns: number): number {
  */
 async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsRequest): Promise<RawRows> {
   const choices = await narrowChoices(db, dataset, request.channels);
-  const columns: RawColumn[] = choices.map((c) => {
-    const message = parseSignalName(c.signal)!.message;
-    return { name: c.signal, type: NARROW_TYPES[c.column.type], message, field: c.signal.slice(`mavlink.${message}.`.length) };
-  });
+  const columns: RawColumn[] = choices.map((c) => ({ name: c.signal, type: NARROW_TYPES[c.column.type], message: c.message, field: fieldOf(c.signal) }));
   const pageValues = request.pageValues ?? PAGE_VALUES;
   // One source per message table; its `indexes` place the flat values it reads in the export's columns.
-  const byMsgid = new Map<number, { table: string; indexes: number[]; columns: SignalColumn[] }>();
+  const byMsgid = new Map<number, { table: string; indexes: number[]; columns: SignalColumn[]; source: MessageTable }>();
   choices.forEach((c, i) => {
-    const entry = byMsgid.get(c.msgid) ?? { table: c.table, indexes: [], columns: [] };
+    const entry = byMsgid.get(c.msgid) ?? { table: c.table, indexes: [], columns: [], source: c.source };
     entry.indexes.push(i);
     entry.columns.push(c.column);
     byMsgid.set(c.msgid, entry);
@@ -223,7 +227,7 @@ async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsReq
     msgid,
     table: e.table,
     select: frameValuesSql(e.columns),
-    where: anyValueSql(msgid, e.columns),
+    where: anyValueSql(e.source, e.columns),
     pageRows: tablePageRows(pageValues, e.columns.length),
   }));
   const width = columns.length;
@@ -250,8 +254,10 @@ async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsReq
 /** One MCAP channel of a MAVLink export: a message type, its JSON Schema, and the fields its messages hold. */
 export interface MavlinkChannel {
   msgid: number;
-  /** `ATTITUDE`, or `UNKNOWN_<id>` for an id outside the dialect. */
+  /** `ATTITUDE`, or `UNKNOWN_<id>` for an id outside the dialect; an imported log's `vehicle_attitude`, `IMU[1]`. */
   message: string;
+  /** `mavlink`, or the log's namespace (`ulog`, `dataflash`): the MCAP topic is `/<namespace>/<message>`. */
+  namespace: string;
   /** JSON Schema of the channel's messages, in the subset Foxglove reads (one `type` per field). */
   schema: Record<string, unknown>;
 }
@@ -286,9 +292,9 @@ export async function openMavlinkMessages(db: Executor, dataset: DatasetRow, req
     throw invalidRequest('`start` is after `end`', [{ field: 'start', message: 'is after end' }]);
   }
   const choices = await narrowChoices(db, dataset, request.channels);
-  const chosen = new Map<number, { table: string; signals: Set<string> }>();
+  const chosen = new Map<number, { table: string; signals: Set<string>; source: MessageTable }>();
   for (const c of choices) {
-    const entry = chosen.get(c.msgid) ?? { table: c.table, signals: new Set() };
+    const entry = chosen.get(c.msgid) ?? { table: c.table, signals: new Set(), source: c.source };
     entry.signals.add(c.signal);
     chosen.set(c.msgid, entry);
   }
@@ -296,24 +302,33 @@ export async function openMavlinkMessages(db: Executor, dataset: DatasetRow, req
   const channels: MavlinkChannel[] = [];
   const sources: FrameSource[] = [];
   for (const [msgid, entry] of [...chosen].sort((a, b) => a[0] - b[0])) {
-    const fields = frameFields(msgid).filter((f) => f.columns.some((c) => entry.signals.has(c.signal)));
+    const fields = frameFields(entry.source).filter((f) => f.columns.some((c) => entry.signals.has(c.signal)));
     const chosenColumns = fields.flatMap((f) => f.columns).filter((c) => entry.signals.has(c.signal));
-    const message = parseSignalName(fields[0]!.columns[0]!.signal)!.message;
+    const message = entry.source.message;
+    const namespace = isLogTable(msgid) ? (parseLogSignalName(fields[0]!.columns[0]!.signal)?.namespace ?? 'log') : 'mavlink';
     const properties = Object.fromEntries(
       fields.map((f) => {
-        const unit = signalInfo(f.columns[0]!.signal)?.unit;
+        const unit = signalInfo(f.columns[0]!.signal)?.unit ?? f.columns[0]!.unit;
         const scalar = { ...FIELD_SCHEMA[f.type], ...(unit && { description: unit }) };
         return [f.name, f.array ? { type: 'array', items: FIELD_SCHEMA[f.type], ...(unit && { description: unit }) } : scalar];
       }),
     );
-    channels.push({ msgid, message, schema: { title: `mavlink.${message}`, type: 'object', properties } });
+    channels.push({ msgid, message, namespace, schema: { title: `${namespace}.${message}`, type: 'object', properties } });
     const width = fields.reduce((n, f) => n + f.columns.length, 0);
-    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(msgid, chosenColumns), pageRows: tablePageRows(pageValues, width) });
+    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(entry.source, chosenColumns), pageRows: tablePageRows(pageValues, width) });
   }
   const bound = await sql<{ sysid: number | null }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(db);
   // About a page of values per page of frames (a frame of the SITL capture holds ~8).
   const pageFrames = Math.max(1, Math.floor(pageValues / 8));
   return { channels, systemId: bound.rows[0]?.sysid ?? null, pages: () => framePages(db, dataset.id, sources, request, pageFrames) };
+}
+
+/** The field part of a signal name: `roll` of `mavlink.ATTITUDE.roll`, `q[0]` of `ulog.vehicle_attitude.q[0]`. */
+function fieldOf(signal: string): string {
+  const log = parseLogSignalName(signal);
+  if (log) return log.field;
+  const mavlink = parseSignalName(signal);
+  return mavlink ? signal.slice(`mavlink.${mavlink.message}.`.length) : signal;
 }
 
 function nullToUndefined(value: unknown): RawValue | undefined {

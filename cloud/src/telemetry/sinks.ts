@@ -45,6 +45,10 @@ export async function openSink(
     throw new ApiError('invalid_request', `format "${target.format}" is unknown; use "" for wide datasets or "mavlink-raw-v1" for narrow ones`);
   }
   const dataset = await requireDataset(ctx.db, organizationId, target.datasetId, target.experimentId || undefined);
+  // A flight imported from a ULog or DataFlash file holds that log's tables: frames streamed into it would not be its.
+  if (dataset.storage_shape === 'narrow' && (dataset.format === 'px4-ulog' || dataset.format === 'ardupilot-dataflash')) {
+    throw conflict(`dataset ${dataset.id} was imported from a ${dataset.format === 'px4-ulog' ? 'PX4 ULog' : 'DataFlash'} file; it takes no stream (import the file again, or stream into a dataset of its own)`);
+  }
   const factory = SINKS[dataset.storage_shape][target.format];
   // Only gRPC opens sinks (HTTP append writes through append.ts), hence the transport.
   if (factory) return countedSink(await factory(ctx, dataset), ctx.metrics, 'grpc', dataset.storage_shape, () => ctx.live.committed(dataset.id));

@@ -14,3 +14,4 @@ export * from './console.ts';
 export * from './export.ts';
 export * from './webhook-test.ts';
 export * from './limits.ts';
+export * from './imports.ts';

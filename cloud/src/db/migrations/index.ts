@@ -12,6 +12,7 @@ import * as m0010 from './0010-live-events.ts';
 import * as m0011 from './0011-limit-rules.ts';
 import * as m0012 from './0012-limit-webhooks.ts';
 import * as m0013 from './0013-endpoint-attempts.ts';
+import * as m0014 from './0014-onboard-logs.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '0011-limit-rules': m0011,
   '0012-limit-webhooks': m0012,
   '0013-endpoint-attempts': m0013,
+  '0014-onboard-logs': m0014,
 };
 
 export const migrationProvider: MigrationProvider = {

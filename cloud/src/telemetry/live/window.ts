@@ -3,7 +3,7 @@ import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
 import { notFound } from '../../http/api-error.ts';
 import { sessionShift } from '../narrow/alignment.ts';
-import { loadMessageTables, signalColumn } from '../narrow/message-tables.ts';
+import { findSignal, loadMessageTables, signalColumn, type MessageTable } from '../narrow/message-tables.ts';
 import { messageTableTail, queryNarrow, resolveSignals } from '../narrow/query.ts';
 import { loadBootSessions } from '../narrow/session-store.ts';
 import type { SeriesResult } from '../series/series.ts';
@@ -23,11 +23,19 @@ export async function resolveFollowChannels(db: Executor, dataset: DatasetRow, c
     const columns = resolveQueryColumns(channelIds, writableColumns(await listChannelRows(db, dataset.id)));
     return columns.map((wide, i) => ({ id: channelIds[i]!, wide }));
   }
-  return resolveSignals(channelIds).map((id, i) => {
-    const at = signalColumn(id);
-    if (!at) throw notFound(`channel_ids[${i}]: signal ${id} is not in this dataset (the server's MAVLink dialect has no such message or field)`);
+  const names = resolveSignals(channelIds);
+  // A log's signals are known only by its tables (an imported flight has them all from the start).
+  const tables = names.some((id) => !signalColumn(id)) ? await loadMessageTables(db, dataset.id) : undefined;
+  return names.map((id, i) => {
+    const at = signalColumn(id) ?? (tables && findLogSignal(tables, id));
+    if (!at) throw notFound(`channel_ids[${i}]: signal ${id} is not in this dataset (no message or field of that name)`);
     return { id, msgid: at.msgid, column: at.column };
   });
+}
+
+function findLogSignal(tables: ReadonlyMap<number, MessageTable>, id: string) {
+  const found = findSignal(tables, id);
+  return found && { msgid: found.table.msgid, column: found.column };
 }
 
 export interface WindowSnapshot {

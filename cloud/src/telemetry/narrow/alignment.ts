@@ -18,6 +18,9 @@ export type TimeSource = 'gps' | 'boot' | 'agent';
 
 export const TIME_SOURCES: readonly TimeSource[] = ['gps', 'boot', 'agent'];
 
+/** time_source as stored ("char", message-tables.ts SOURCE_CODE) back to its name. */
+export const TIME_SOURCE_OF_CODE: Readonly<Record<string, TimeSource>> = { g: 'gps', b: 'boot', a: 'agent' };
+
 export interface SessionShift {
   session: number;
   /** Added to raw time of `boot` rows. */

@@ -1,7 +1,8 @@
 import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
-import { loadMessageTables } from './message-tables.ts';
-import { signalInfo } from './signal-info.ts';
+import { isLogSignalName } from '@sortie/contracts';
+import { findSignal, loadMessageTables } from './message-tables.ts';
+import { logSignalInfo, signalInfo } from './signal-info.ts';
 
 /**
  * Signals stored for a narrow dataset: what narrow_message_tables lists (the writer adds a signal the
@@ -19,7 +20,8 @@ export async function storedSignals(db: Executor, datasetId: string): Promise<st
  * already there (perhaps renamed) are left alone; concurrent calls are harmless (on conflict do nothing).
  */
 export async function materialiseNarrowChannels(db: Executor, dataset: DatasetRow, now: Date): Promise<number> {
-  const names = await storedSignals(db, dataset.id);
+  const tables = await loadMessageTables(db, dataset.id);
+  const names = [...tables.values()].flatMap((t) => [...t.signals]).sort();
   if (names.length === 0) return 0;
   const known = new Set(
     (await db.selectFrom('channels').select('col_name').where('dataset_id', '=', dataset.id).execute()).map((r) => r.col_name),
@@ -28,7 +30,8 @@ export async function materialiseNarrowChannels(db: Executor, dataset: DatasetRo
     .filter((name) => !known.has(name))
     .sort()
     .map((name) => {
-      const info = signalInfo(name);
+      const found = isLogSignalName(name) ? findSignal(tables, name) : undefined;
+      const info = found ? logSignalInfo(found.column) : signalInfo(name);
       return {
         id: crypto.randomUUID(),
         organization_id: dataset.organization_id,

@@ -1,8 +1,9 @@
+import { parseLogSignalName } from '@sortie/contracts';
 import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { messageLayoutOf } from './decode.ts';
-import { messageColumns, quoteIdent, type ColumnType, type SignalColumn } from './message-tables.ts';
+import { isLogTable, quoteIdent, type ColumnType, type MessageTable, type SignalColumn } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 
 /**
@@ -54,9 +55,15 @@ export interface FrameField {
   extension: boolean;
 }
 
-/** The fields of a message id's table, in wire order, each with the columns that hold it. */
-export function frameFields(msgid: number): FrameField[] {
-  const columns = messageColumns(msgid).columns;
+/**
+ * The fields of a message table, in wire order, each with the columns that hold it. A log's table:
+ * every column is a field of its own, named by its flattened name (`q[0]`), since the log's arrays were
+ * flattened when read and every row carries every field.
+ */
+export function frameFields(table: Pick<MessageTable, 'msgid' | 'columns'>): FrameField[] {
+  const msgid = table.msgid;
+  const columns = table.columns;
+  if (isLogTable(msgid)) return columns.map((c) => ({ name: logFieldName(c.signal), columns: [c], array: false, type: c.type, extension: false }));
   const layout = messageLayoutOf(msgid);
   if (!layout) return columns.map((c) => ({ name: 'raw', columns: [c], array: false, type: c.type, extension: false }));
   const fields: FrameField[] = [];
@@ -68,6 +75,11 @@ export function frameFields(msgid: number): FrameField[] {
     fields.push({ name: field.source, columns: own, array: field.signals.length > 1, type: own[0]!.type, extension: field.extension });
   }
   return fields;
+}
+
+/** `q[0]` of `ulog.vehicle_attitude.q[0]`: what follows the message part of a log signal name. */
+function logFieldName(signal: string): string {
+  return parseLogSignalName(signal)?.field ?? signal;
 }
 
 const MAX_SAFE = '9007199254740991';
@@ -137,9 +149,9 @@ export function frameValuesSql(columns: readonly SignalColumn[]): string {
  * base (non-extension) field (a v1 frame lacks only extensions; a v2 frame's truncated zeros decode as
  * values), so with a base column among them that is every row, and the scan tests nothing per row.
  */
-export function anyValueSql(msgid: number, columns: readonly SignalColumn[]): string {
+export function anyValueSql(table: Pick<MessageTable, 'msgid' | 'columns'>, columns: readonly SignalColumn[]): string {
   const chosen = new Set(columns.map((c) => c.column));
-  if (frameFields(msgid).some((f) => !f.extension && f.columns.some((c) => chosen.has(c.column)))) return 'true';
+  if (frameFields(table).some((f) => !f.extension && f.columns.some((c) => chosen.has(c.column)))) return 'true';
   return columns.map((c) => `m.${quoteIdent(c.column)} is not null`).join(' or ');
 }
 

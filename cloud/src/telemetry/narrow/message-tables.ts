@@ -22,10 +22,14 @@ export interface SignalColumn {
   /** Column name in the message table: `f_<field>` or `f_<field>_<i>`, or `raw`. */
   column: string;
   type: ColumnType;
+  /** A log field's unit where the log gives one (DataFlash FMTU); MAVLink units come from the dialect. */
+  unit?: string;
 }
 
 export interface MessageColumns {
   msgid: number;
+  /** The message's name for a log's table (`vehicle_attitude`, `IMU[1]`); MAVLink tables are named by the dialect. */
+  message?: string;
   /** In the order the decoder yields a frame's samples (wire order): column k takes sample k. */
   columns: readonly SignalColumn[];
 }
@@ -79,6 +83,18 @@ export function messageColumns(msgid: number): MessageColumns {
   return found;
 }
 
+/**
+ * Table keys at or above this are the message types of an imported log (message type and instance,
+ * described by the log itself, logs/ in imports): their columns are stored with the table
+ * (narrow_message_tables.columns), named `f<k>` in field order. Below it, keys are MAVLink message ids
+ * (24-bit), whose columns the dialect gives.
+ */
+export const LOG_TABLE_KEY_BASE = 0x1_00_00_00;
+
+export function isLogTable(msgid: number): boolean {
+  return msgid >= LOG_TABLE_KEY_BASE;
+}
+
 const MSGID_OF_NAME: ReadonlyMap<string, number> = new Map([...MAVLINK_REGISTRY.values()].map((c) => [c.MSG_NAME, c.MSG_ID]));
 
 /** Where a signal is stored: its message id and column; undefined for a name no frame can yield. */
@@ -101,6 +117,11 @@ export function numericSql(column: SignalColumn, alias = ''): string {
   const c = `${alias}${quoteIdent(column.column)}`;
   if (column.type === 'uint64') return `(case when ${c} < 0 then (${c}::numeric + 18446744073709551616)::float8 else ${c}::float8 end)`;
   return `${c}::float8`;
+}
+
+/** Whether a column holds numbers (Query and limits read those; text and raw payloads are exported only). */
+export function holdsNumber(column: SignalColumn): boolean {
+  return column.type !== 'text' && column.type !== 'bytea';
 }
 
 export function quoteIdent(name: string): string {
@@ -127,19 +148,57 @@ export const SOURCE_NAME_SQL = `(case time_source when 'g' then 'gps' when 'b' t
 export interface MessageTable {
   msgid: number;
   table: string;
+  /** The message's name: the dialect's (`ATTITUDE`) or the log's (`vehicle_attitude`, `IMU[1]`). */
+  message: string;
+  /** The table's signal columns, in the order a row's values are given. */
+  columns: readonly SignalColumn[];
   /** The oid of the table's row type: the writer sends a table's rows as one array of it (column-arrays.ts). */
   rowType: number;
   /** Signals the table has stored a value of. */
   signals: Set<string>;
 }
 
-/** A dataset's message tables, by message id. */
+/** A dataset's message tables, by message id (or log table key). */
 export async function loadMessageTables(db: Executor, datasetId: string): Promise<Map<number, MessageTable>> {
-  const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number }>`
-    select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type
+  const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number; message: string | null; columns: SignalColumn[] | null }>`
+    select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type, t.message, t.columns
     from narrow_message_tables t join pg_class c on c.oid = to_regclass(quote_ident(t.table_name))
     where t.dataset_id = ${datasetId}::uuid order by t.msgid`.execute(db);
-  return new Map(result.rows.map((r) => [r.msgid, { msgid: r.msgid, table: r.table_name, rowType: r.row_type, signals: new Set(r.signals) }]));
+  return new Map(
+    result.rows.map((r) => [
+      r.msgid,
+      {
+        msgid: r.msgid,
+        table: r.table_name,
+        rowType: r.row_type,
+        signals: new Set(r.signals),
+        message: r.message ?? messageNameOf(r.msgid),
+        columns: r.columns ?? messageColumns(r.msgid).columns,
+      },
+    ]),
+  );
+}
+
+/** A MAVLink message id's name in the dialect, or `UNKNOWN_<id>`. */
+function messageNameOf(msgid: number): string {
+  return messageLayoutOf(msgid)?.name ?? `UNKNOWN_${msgid}`;
+}
+
+/** Every table's signals by name, built once per tables map (a map lives as long as its reader's request or cache). */
+const SIGNAL_INDEX = new WeakMap<ReadonlyMap<number, MessageTable>, Map<string, { table: MessageTable; column: SignalColumn }>>();
+
+/**
+ * Where a dataset stores a signal: its table and column, or undefined when none of its tables has a
+ * column of that name (MAVLink and log signals alike; whether a value was ever stored is `table.signals`).
+ */
+export function findSignal(tables: ReadonlyMap<number, MessageTable>, signal: string): { table: MessageTable; column: SignalColumn } | undefined {
+  let index = SIGNAL_INDEX.get(tables);
+  if (!index || index.size === 0) {
+    index = new Map();
+    for (const table of tables.values()) for (const column of table.columns) index.set(column.signal, { table, column });
+    SIGNAL_INDEX.set(tables, index);
+  }
+  return index.get(signal);
 }
 
 /**
@@ -153,17 +212,22 @@ export async function ensureMessageTables(
   known: Map<number, MessageTable>,
   present: ReadonlyMap<number, ReadonlySet<string>>,
   timescale: boolean,
+  layoutOf: (msgid: number) => MessageColumns = messageColumns,
 ): Promise<void> {
   for (const [msgid, signals] of present) {
     let table = known.get(msgid);
     if (!table) {
       const name = messageTableName(datasetId, msgid);
-      await sql.raw(createTableSql(name, messageColumns(msgid).columns)).execute(db);
+      const layout = layoutOf(msgid);
+      await sql.raw(createTableSql(name, layout.columns)).execute(db);
       if (timescale) await makeNarrowHypertable(db, name);
-      await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}')
+      // A log's table keeps its columns and name beside it; a MAVLink table's come from the dialect.
+      const log = isLogTable(msgid);
+      await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals, message, columns)
+        values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}', ${log ? (layout.message ?? null) : null}, ${log ? JSON.stringify(layout.columns) : null}::jsonb)
         on conflict (dataset_id, msgid) do nothing`.execute(db);
       const row = await sql<{ row_type: number }>`select reltype::int8::float8 as row_type from pg_class where oid = to_regclass(${quoteIdent(name)})`.execute(db);
-      table = { msgid, table: name, rowType: row.rows[0]!.row_type, signals: new Set() };
+      table = { msgid, table: name, rowType: row.rows[0]!.row_type, signals: new Set(), message: layout.message ?? messageNameOf(msgid), columns: layout.columns };
       known.set(msgid, table);
     }
     const added = [...signals].filter((s) => !table.signals.has(s));

@@ -192,6 +192,33 @@ export class NarrowBatch {
     frame.payload = NO_PAYLOAD;
   }
 
+  /**
+   * One message of an imported log as a row of its type's table (`layout`: the log's columns, keyed at
+   * or above LOG_TABLE_KEY_BASE). A log has one clock and one component: compid 1. `unixUs` and
+   * `gpsOffsetUs` are NaN when the log has no GPS time (the row is then placed by `receivedUs`).
+   * `values` follows layout.columns and is copied.
+   */
+  addLogRow(layout: MessageColumns, frameSeq: number, receivedUs: number, bootUs: number, unixUs: number, gpsOffsetUs: number, values: readonly SampleValue[]): void {
+    const at = this.frameSeq.length;
+    this.frameSeq.push(frameSeq);
+    this.receivedUs.push(receivedUs);
+    this.compid.push(1);
+    this.bootUs.push(bootUs);
+    this.unixUs.push(unixUs);
+    this.gpsOffsetUs.push(gpsOffsetUs);
+    this.msgid.push(layout.msgid);
+    let group = this.groups.get(layout.msgid);
+    if (!group) this.groups.set(layout.msgid, (group = this.#pool?.take(layout.msgid) ?? new MessageGroup(layout)));
+    group.frames.push(at);
+    const n = layout.columns.length;
+    for (let c = 0; c < n; c++) {
+      (group.values[c] as { push(value: SampleValue): void }).push(values[c]!);
+      group.present[c] = 1;
+    }
+    group.carried.push(n);
+    this.#sampleCount += n;
+  }
+
   mark(): BatchMark {
     return { frames: this.frames, samples: this.#sampleCount };
   }

@@ -48,6 +48,11 @@ class NarrowSink implements TelemetrySink {
     return this.#batch.frames;
   }
 
+  /** The batch being staged: an importer adds a log's rows to it directly (NarrowBatch.addLogRow). */
+  get batch(): NarrowBatch {
+    return this.#batch;
+  }
+
   async stage(source: PointSource, locate: (index: number) => string): Promise<void> {
     const batch = this.#batch;
     const mark = batch.mark();
@@ -102,7 +107,19 @@ class NarrowSink implements TelemetrySink {
 }
 
 /** SinkFactory of SINKS.narrow['mavlink-raw-v1']. */
-export async function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
+export function openNarrowSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
+  return openNarrowWriter(ctx, dataset);
+}
+
+/**
+ * The writer an importer fills: frames staged as a stream's are (stage), or a log's rows added to
+ * `batch`; flush() writes what is staged, taking turns behind the flushes before it.
+ */
+export interface NarrowRowWriter extends TelemetrySink {
+  readonly batch: NarrowBatch;
+}
+
+export async function openNarrowWriter(ctx: AppContext, dataset: DatasetRow): Promise<NarrowRowWriter> {
   const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
   const binary = ctx.database.kind === 'postgres';
   const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, pool: ctx.database.pool, timescale: ctx.database.timescale };

@@ -87,7 +87,8 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
     const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
     // A copy: tables made here exist only if the transaction commits, and the cache must not list them otherwise.
     const tables = current ? copyTables(cache.tables) : await loadMessageTables(tx, target.datasetId);
-    await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false);
+    // A table's columns are its group's (the dialect's for MAVLink, the log's for an imported log).
+    await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false, (msgid) => batch.groups.get(msgid)!.layout);
     const { sessions, sessionOf } = assignSessions(batch, order, known);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
     for (const r of sessions.relabels()) {

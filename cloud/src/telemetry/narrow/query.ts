@@ -1,3 +1,4 @@
+import { parseLogSignalName } from '@sortie/contracts';
 import { parseSignalName } from '@sortie/contracts/mavlink';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
@@ -8,7 +9,7 @@ import { m4FromColumns, type M4, type M4Columns } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
-import { loadMessageTables, numericSql, quoteIdent, signalColumn, type SignalColumn } from './message-tables.ts';
+import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type SignalColumn } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 import { signalInfo } from './signal-info.ts';
 
@@ -29,8 +30,11 @@ export function resolveSignals(channelIds: readonly string[]): string[] {
     throw new ApiError('invalid_request', `channel_ids names ${channelIds.length} signals; at most ${MAX_CHANNELS_PER_QUERY} per query`);
   }
   return channelIds.map((id, i) => {
-    if (!parseSignalName(id)) {
-      throw new ApiError('invalid_request', `channel_ids[${i}]: "${id}" is not a signal name; narrow datasets are addressed by signal name (mavlink.<MESSAGE>.<field>), not by index or UUID`);
+    if (!parseSignalName(id) && !parseLogSignalName(id)) {
+      throw new ApiError(
+        'invalid_request',
+        `channel_ids[${i}]: "${id}" is not a signal name; narrow datasets are addressed by signal name (mavlink.<MESSAGE>.<field>, or ulog.<topic>.<field> and dataflash.<MESSAGE>.<field> for imported logs), not by index or UUID`,
+      );
     }
     const info = signalInfo(id);
     if (info && info.kind !== 'double') {
@@ -56,13 +60,13 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
   }
   const [tables, sessions] = await Promise.all([loadMessageTables(db, query.datasetId), loadBootSessions(db, query.datasetId)]);
   const sources = names.map((name, i) => {
-    const at = signalColumn(name);
-    const table = at && tables.get(at.msgid);
-    if (!at || !table || !table.signals.has(name)) {
-      const why = signalInfo(name) ? 'no frame of this dataset carried it' : 'the server\'s MAVLink dialect has no such message or field';
+    const at = findSignal(tables, name) ?? undefined;
+    if (!at || !at.table.signals.has(name)) {
+      const why = signalInfo(name) || at ? 'no frame of this dataset carried it' : parseLogSignalName(name) ? 'its log had no such message or field' : 'the server\'s MAVLink dialect has no such message or field';
       throw notFound(`channel_ids[${i}]: signal ${name} is not in this dataset (${why}); GET /api/datasets/channels lists its signals`);
     }
-    return { table: table.table, column: at.column };
+    if (!holdsNumber(at.column)) throw new ApiError('invalid_request', `channel_ids[${i}]: ${name} holds text; Query reads numeric signals only`);
+    return { table: at.table.table, column: at.column };
   });
   const shifts = sessions.map(sessionShift);
   return mapLimit(names, READS_PER_QUERY, async (name, i) => {

@@ -1,3 +1,4 @@
+import type { SignalColumn } from './message-tables.ts';
 import { MAVLINK_FIELD_DATA_TYPE, MAVLINK_REGISTRY, type MessageClass, parseSignalName } from '@sortie/contracts/mavlink';
 
 /** What a signal holds: numbers (Query reads them as doubles), text, or raw bytes. */
@@ -34,4 +35,21 @@ export function signalInfo(signal: string): SignalInfo | undefined {
   if (base === 'char') return parsed.index === undefined ? { dataType, unit: field.units ?? '', kind: 'text' } : undefined;
   if (isArray !== (parsed.index !== undefined) || (parsed.index !== undefined && parsed.index >= field.length)) return undefined;
   return { dataType, unit: field.units ?? '', kind: 'double' };
+}
+
+const LOG_DATA_TYPE: Record<SignalColumn['type'], SignalInfo['dataType']> = {
+  int2: 'int32',
+  int4: 'int32',
+  int8: 'int64',
+  uint64: 'uint64',
+  float4: 'float',
+  float8: 'double',
+  text: 'string',
+  bytea: 'bytes',
+};
+
+/** What an imported log's column holds: its stored type and the unit the log gave (none for ULog). */
+export function logSignalInfo(column: SignalColumn): SignalInfo {
+  const kind: ValueKind = column.type === 'text' ? 'text' : column.type === 'bytea' ? 'bytes' : 'double';
+  return { dataType: LOG_DATA_TYPE[column.type], unit: column.unit ?? '', kind };
 }

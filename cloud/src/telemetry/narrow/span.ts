@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { alignedUs, sessionShift, type TimeSource } from './alignment.ts';
+import { alignedUs, sessionShift, TIME_SOURCE_OF_CODE } from './alignment.ts';
 import { loadMessageTables } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 
-const SOURCE: Record<string, TimeSource> = { g: 'gps', b: 'boot', a: 'agent' };
+const SOURCE = TIME_SOURCE_OF_CODE;
 
 /**
  * A MAVLink dataset's first and last sample on the aligned axis Query answers on (aligned µs): over every

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { loadMessageTables, messageColumns, quoteIdent, SOURCE_NAME_SQL, type SignalColumn } from './message-tables.ts';
+import { loadMessageTables, quoteIdent, SOURCE_NAME_SQL, type SignalColumn } from './message-tables.ts';
 
 /** One stored sample of a narrow dataset, as a client-visible rule sees it (spec: "Narrow storage"). */
 export interface StoredSample {
@@ -50,7 +50,7 @@ export async function readStoredSamples(db: Executor, datasetId: string): Promis
   const tables = await loadMessageTables(db, datasetId);
   const out: StoredSample[] = [];
   for (const t of tables.values()) {
-    const columns = messageColumns(t.msgid).columns;
+    const columns = t.columns;
     const result = await sql<Omit<StoredSample, 'signal' | 'value'> & { v: Array<number | string | null> }>`
       select m.frame_seq::float8 as "frameSeq", round(date_part('epoch', m.time) * 1000000)::float8 as "timeUs",
              ${sql.raw(SOURCE_NAME_SQL.replace('time_source', 'm.time_source'))} as "timeSource", m.boot_us::float8 as "bootUs",
