@@ -108,13 +108,18 @@ function queryArbitrary(route: ApiRoute): fc.Arbitrary<string> {
 
 function caseArbitrary(route: ApiRoute): fc.Arbitrary<HttpCase> {
   const operation = operationOf(route);
-  const bodyRef = operation.requestBody?.content['application/json'].schema;
+  const bodyRef = operation.requestBody?.content['application/json']?.schema;
   const query = queryArbitrary(route);
   const auth = fc.oneof({ weight: 9, arbitrary: fc.constant('valid' as const) }, { weight: 1, arbitrary: fc.constant('garbage' as const) });
   const contentType = fc.oneof(
     { weight: 8, arbitrary: fc.constant('application/json') },
     { weight: 1, arbitrary: fc.constantFrom(undefined, 'text/plain', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded') },
   );
+  if (route.rawBody) {
+    // A file as the body (an imported log): spoiled queries with bodies that are no log, or none.
+    const file = fc.constantFrom(undefined, ...HOSTILE_BODIES);
+    return fc.record({ query, auth, contentType, file }).map(({ file, ...c }) => ({ ...c, body: file, description: `query ${c.query.slice(0, 300)}, file ${JSON.stringify(file?.slice(0, 40))}` }));
+  }
   if (!bodyRef) {
     return fc.record({ query, auth, contentType }).map((c) => ({ ...c, body: undefined, description: `query ${c.query.slice(0, 300)}` }));
   }

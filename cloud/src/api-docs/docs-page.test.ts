@@ -22,6 +22,15 @@ describe('renderDocsPage', () => {
     expect(html).toContain('Auth: <code>Authorization: Bearer cak_…</code>');
   });
 
+  it('shows a file body as a file, and both bodies of an answer the Accept header chooses between', () => {
+    const start = html.indexOf('id="op-createImport"');
+    const create = html.slice(start, html.indexOf('</article>', start));
+    expect(create).toContain('<h4>Body: a file (<code>application/octet-stream</code>)</h4>');
+    expect(create).not.toContain('Smallest valid body');
+    expect(create).toMatch(/<td><code>200<\/code><\/td>.*CreateImportResponse<\/a> \(<code>application\/json<\/code>\) or .*ImportProgressLine<\/a> \(<code>application\/x-ndjson<\/code>\)/);
+    expect(create).toContain('SORTIE_IMPORT_MAX_BYTES');
+  });
+
   it('links every referenced schema to its section', () => {
     const targets = new Set([...html.matchAll(/href="#(schema-[^"]+)"/g)].map((m) => m[1]));
     expect(targets.size).toBeGreaterThan(20);

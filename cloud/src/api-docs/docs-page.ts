@@ -81,8 +81,13 @@ function renderOperation(document: OpenApiDocument, { method, path, operation }:
   if (query.length > 0) {
     parts.push('<h4>Query parameters</h4>', fieldTable(document, query.map((p) => ({ name: p.name, schema: p.schema, required: p.required === true }))));
   }
-  const bodyRef = operation.requestBody?.content['application/json'].schema.$ref;
-  if (bodyRef) {
+  const bodyRef = operation.requestBody?.content['application/json']?.schema.$ref;
+  const rawBody = operation.requestBody?.content['application/octet-stream'];
+  if (rawBody) {
+    // A file sent as it is (an imported log): no JSON shape to show, only what it is.
+    parts.push(`<h4>Body: a file (<code>application/octet-stream</code>)</h4>`, `<p>${inline(operation.requestBody?.description ?? '')}</p>`);
+  }
+  if (typeof bodyRef === 'string') {
     const name = refName(bodyRef);
     parts.push(`<h4>Body <a href="#${anchor('schema', name)}">${esc(name)}</a></h4>`, renderShape(document, resolveSchemaRef(document, bodyRef)));
     const example = JSON.stringify(sampleFromSchema(document, { $ref: bodyRef }), null, 2);
@@ -93,9 +98,15 @@ function renderOperation(document: OpenApiDocument, { method, path, operation }:
     const response = '$ref' in answer ? document.components.responses[refName(answer.$ref)] : answer;
     if (!response) throw new Error(`unresolvable response ${JSON.stringify(answer)}`);
     const media = Object.keys(response.content ?? {});
-    const schemaRef = response.content?.[media[0] ?? '']?.schema.$ref;
-    const file = media.length > 0 && !media.includes('application/json') ? ` (${media.map((m) => `<code>${esc(m)}</code>`).join(' or ')})` : '';
-    const body = (typeof schemaRef === 'string' ? typeLink(refName(schemaRef)) : '') + file;
+    const refs = media.map((m) => response.content?.[m]?.schema.$ref);
+    let body: string;
+    if (media.length > 1 && new Set(refs).size > 1) {
+      // Bodies the request's Accept chooses between (an import's JSON answer or its NDJSON progress): each with its type.
+      body = media.map((m, i) => `${typeof refs[i] === 'string' ? typeLink(refName(refs[i])) : ''} (<code>${esc(m)}</code>)`).join(' or ');
+    } else {
+      const file = media.length > 0 && !media.includes('application/json') ? ` (${media.map((m) => `<code>${esc(m)}</code>`).join(' or ')})` : '';
+      body = (typeof refs[0] === 'string' ? typeLink(refName(refs[0])) : '') + file;
+    }
     parts.push(`<tr><td><code>${esc(status)}</code></td><td>${inline(response.description)}</td><td>${body}</td></tr>`);
   }
   parts.push('</tbody></table></article>');

@@ -69,12 +69,18 @@ describe('the OpenAPI document', () => {
     expect(document.jsonSchemaDialect).toBe('https://spec.openapis.org/oas/3.1/dialect/base');
   });
 
-  it('gives every body route a required JSON body and every query route its parameters', () => {
+  it('gives every body route a required JSON body (or a file, for a raw body) and every query route its parameters', () => {
     for (const route of API_ROUTES) {
       const operation = document.paths[route.path]![route.method]!;
       if (route.body) {
         expect(operation.requestBody?.required, route.path).toBe(true);
-        expect(operation.requestBody!.content['application/json'].schema.$ref).toBe(`#/components/schemas/${route.body}`);
+        expect(operation.requestBody!.content['application/json']!.schema.$ref).toBe(`#/components/schemas/${route.body}`);
+      } else if (route.rawBody) {
+        expect(operation.requestBody, route.path).toEqual({
+          required: true,
+          description: route.rawBody.description,
+          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        });
       } else {
         expect(operation.requestBody, route.path).toBeUndefined();
       }
@@ -143,6 +149,30 @@ describe('the OpenAPI document', () => {
     expect(document.components.schemas.UpdateChannelRequest!.additionalProperties).toBe(false);
     // Responses are output shapes: a defaulted field is always present.
     expect(document.components.schemas.CommandRecord!.required).toContain('description');
+  });
+
+  it('documents the log upload: a file as the body, its own size limit, and the NDJSON progress answer beside the JSON one', () => {
+    const create = document.paths['/api/imports/create']!.post!;
+    expect(Object.keys(create.requestBody!.content)).toEqual(['application/octet-stream']);
+    expect(create['x-sortie-auth']).toBe('telemetry:write');
+    expect(create.parameters.flatMap((p) => ('in' in p ? [p.name] : []))).toEqual(['experimentId', 'name', 'fileName', 'format', 'start']);
+    const ok = create.responses['200'] as { description: string; content: Record<string, { schema: JsonSchema }> };
+    expect(ok.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/CreateImportResponse' } },
+      'application/x-ndjson': { schema: { $ref: '#/components/schemas/ImportProgressLine' } },
+    });
+    expect(ok.description).toContain('application/x-ndjson');
+    expect(create.responses['201']).toMatchObject({ content: { 'application/json': { schema: { $ref: '#/components/schemas/CreateImportResponse' } } } });
+    expect((create.responses['413'] as { description: string }).description).toContain('SORTIE_IMPORT_MAX_BYTES');
+    // A line is progress, the import, or the error envelope.
+    const line = document.components.schemas.ImportProgressLine!;
+    expect((line.anyOf as JsonSchema[]).map((branch) => branch.$ref ?? Object.keys(branch.properties as object))).toEqual([
+      '#/components/schemas/ImportProgress',
+      ['import'],
+      '#/components/schemas/ErrorEnvelope',
+    ]);
+    // JSON routes keep the shared 413.
+    expect(document.paths['/api/datasets/append']!.post!.responses['413']).toEqual({ $ref: '#/components/responses/payload_too_large' });
   });
 
   it('is built once: later calls share the components', () => {

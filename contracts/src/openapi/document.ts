@@ -28,7 +28,8 @@ export interface OpenApiOperation {
   tags: string[];
   security: Record<string, string[]>[];
   parameters: (OpenApiParameter | { $ref: string })[];
-  requestBody?: { required: true; content: { 'application/json': { schema: { $ref: string } } } };
+  /** JSON of a named schema (`application/json`), or a file sent as it is (`application/octet-stream`, ApiRoute.rawBody). */
+  requestBody?: { required: true; description?: string; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, OpenApiResponse | { $ref: string }>;
   /** The API key scope, or `ack-token`: the same fact as `security`, easier for people and tools to read. */
   'x-sortie-auth': string;
@@ -120,23 +121,27 @@ function errorCodes(route: ApiRoute): ErrorCode[] {
     codes.add('insufficient_scope');
   }
   if (route.body || route.query) codes.add('invalid_request');
-  if (route.body) codes.add('payload_too_large');
+  if (route.body || route.rawBody) codes.add('payload_too_large');
   for (const code of route.errors) codes.add(code);
   codes.add('internal_error');
   codes.add('unavailable');
   return [...codes];
 }
 
-function errorResponses(codes: ErrorCode[]): Record<string, OpenApiResponse | { $ref: string }> {
+/**
+ * The error answers, one per status. A code whose meaning is the shared one is a `$ref`; `own` gives a
+ * code this route's own meaning (a raw body's size limit is not the JSON body limit).
+ */
+function errorResponses(codes: ErrorCode[], own: Partial<Record<ErrorCode, string>> = {}): Record<string, OpenApiResponse | { $ref: string }> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
   const out: Record<string, OpenApiResponse | { $ref: string }> = {};
   for (const [status, sharing] of [...byStatus].sort(([a], [b]) => a - b)) {
     out[String(status)] =
-      sharing.length === 1
+      sharing.length === 1 && !own[sharing[0]!]
         ? { $ref: `#/components/responses/${sharing[0]}` }
         : {
-            description: sharing.map((code) => `\`${code}\`: ${ERROR_DESCRIPTIONS[code]}`).join('; '),
+            description: sharing.map((code) => `\`${code}\`: ${own[code] ?? ERROR_DESCRIPTIONS[code]}`).join('; '),
             headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
             content: { 'application/json': { schema: { $ref: SCHEMA_REF + 'ErrorEnvelope' } } },
           };
@@ -147,13 +152,19 @@ function errorResponses(codes: ErrorCode[]): Record<string, OpenApiResponse | { 
 function operation(route: ApiRoute): OpenApiOperation {
   const responses: OpenApiOperation['responses'] = {};
   for (const success of route.success) {
-    responses[String(success.status)] = {
-      description: success.description,
-      headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
-      content: Object.fromEntries((success.media ?? ['application/json']).map((type) => [type, { schema: { $ref: SCHEMA_REF + success.schema } }])),
-    };
+    const content: Record<string, { schema: JsonSchema }> = Object.fromEntries(
+      (success.media ?? ['application/json']).map((type) => [type, { schema: { $ref: SCHEMA_REF + success.schema } }]),
+    );
+    let description = success.description;
+    // The same status with another body the request's Accept asks for: one more media type, said in the description.
+    if (success.alternative) {
+      content[success.alternative.media] = { schema: { $ref: SCHEMA_REF + success.alternative.schema } };
+      description += `; \`${success.alternative.media}\`, ${success.alternative.description}`;
+    }
+    responses[String(success.status)] = { description, headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } }, content };
   }
-  Object.assign(responses, errorResponses(errorCodes(route)));
+  const own = route.rawBody ? { payload_too_large: `the file exceeds ${route.rawBody.limit}` } : {};
+  Object.assign(responses, errorResponses(errorCodes(route), own));
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -164,6 +175,13 @@ function operation(route: ApiRoute): OpenApiOperation {
     parameters: [...(route.query ? queryParameters(route.query) : []), { $ref: '#/components/parameters/X-Request-Id' }],
     ...(route.body && {
       requestBody: { required: true as const, content: { 'application/json': { schema: { $ref: SCHEMA_REF + route.body } } } },
+    }),
+    ...(route.rawBody && {
+      requestBody: {
+        required: true as const,
+        description: route.rawBody.description,
+        content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+      },
     }),
     responses,
     'x-sortie-auth': route.auth,
@@ -226,6 +244,7 @@ function buildBase(version: string): Omit<OpenApiDocument, 'servers'> {
   const paths: OpenApiDocument['paths'] = {};
   const tags: string[] = [];
   for (const route of API_ROUTES) {
+    if (route.body && route.rawBody) throw new Error(`${route.path}: a body is JSON or a file, not both`);
     (paths[route.path] ??= {})[route.method] = operation(route);
     if (!tags.includes(route.tag)) tags.push(route.tag);
   }

@@ -59,6 +59,18 @@ import {
   ListLimitRulesResponseSchema,
   UpdateLimitRuleRequestSchema,
 } from '../http/limits.ts';
+import {
+  CreateImportQuerySchema,
+  CreateImportResponseSchema,
+  FlightParametersSchema,
+  GetImportQuerySchema,
+  ImportProgressSchema,
+  ListImportsQuerySchema,
+  LogImportSchema,
+  ParameterDiffQuerySchema,
+  ParameterDiffSchema,
+  ParametersQuerySchema,
+} from '../http/imports.ts';
 import type { Scope } from '../scopes.ts';
 
 /**
@@ -125,6 +137,18 @@ export const RESPONSE_SCHEMAS = {
   LimitRule: LimitRuleSchema,
   LimitRuleList: ListLimitRulesResponseSchema,
   DeleteLimitRuleResponse: DeleteLimitRuleResponseSchema,
+  LogImport: LogImportSchema,
+  LogImportList: z.array(LogImportSchema),
+  CreateImportResponse: CreateImportResponseSchema,
+  ImportProgress: ImportProgressSchema,
+  // What each line of an import's progress answer is: progress while the file is read, then the result or the failure.
+  ImportProgressLine: z.union([ImportProgressSchema, z.object({ import: CreateImportResponseSchema }), ErrorEnvelopeSchema]).meta({
+    description:
+      'One line of `POST /api/imports/create` answered as `application/x-ndjson`: ImportProgress lines while the file is read, ' +
+      'then exactly one last line, `{"import": CreateImportResponse}` when it was imported or the error envelope when it was not.',
+  }),
+  FlightParameters: FlightParametersSchema,
+  ParameterDiff: ParameterDiffSchema,
   ExportFile: z.string().meta({ description: 'A streamed file (CSV or MCAP), not JSON: save or pipe the bytes as they come.' }),
   ErrorDetail: ErrorDetailSchema,
   ErrorEnvelope: ErrorEnvelopeSchema,
@@ -140,6 +164,21 @@ export interface ApiSuccess {
    * then names a string. Absent: the body is JSON of `schema`.
    */
   media?: readonly string[];
+  /**
+   * Another body the same status may carry instead, chosen by the request's Accept header (an import's
+   * progress as NDJSON): its media type, the schema of each of its lines or of the whole, and what it is.
+   */
+  alternative?: { media: string; schema: ResponseSchemaName; description: string };
+}
+
+/**
+ * A request body that is not JSON but a file sent as it is (an imported log): documented as
+ * `application/octet-stream`, `format: binary`. The client sends it streamed, with a method of its own.
+ */
+export interface ApiRawBody {
+  description: string;
+  /** What bounds its size (a setting's name): said by its 413 answer. */
+  limit: string;
 }
 
 export interface ApiRoute {
@@ -153,12 +192,14 @@ export interface ApiRoute {
   /** The `x-api-key` scope required, or `ack-token` for the per-command bearer token. */
   auth: Scope | 'ack-token';
   body?: RequestSchemaName;
+  /** The body is a file, not JSON (never together with `body`). */
+  rawBody?: ApiRawBody;
   query?: z.ZodObject;
   success: readonly ApiSuccess[];
   /**
    * Codes particular to this route. The builder adds the ones every route of its kind can answer:
    * unauthorized and insufficient_scope behind an API key, invalid_request with a body or query,
-   * payload_too_large with a body, internal_error and unavailable (the database unreachable) always.
+   * payload_too_large with a body (JSON or raw), internal_error and unavailable (the database unreachable) always.
    */
   errors: readonly ErrorCode[];
 }
@@ -549,6 +590,93 @@ const ROUTE_TABLE = [
     auth: 'datasets:write',
     body: 'DeleteLimitRuleRequest',
     success: [{ status: 200, schema: 'DeleteLimitRuleResponse', description: 'deleted' }],
+    errors: ['not_found'],
+  },
+  // Imports
+  {
+    method: 'post',
+    path: '/api/imports/create',
+    operationId: 'createImport',
+    tag: 'Imports',
+    summary: "Import a vehicle's log file (PX4 ULog, ArduPilot DataFlash, MAVLink .tlog or raw capture) into a new narrow dataset (addition to the spec)",
+    description:
+      'The body is the file itself, streamed to disk as it arrives (bounded by SORTIE_IMPORT_MAX_BYTES, not by the JSON body limit). ' +
+      'Its format is recognised from its first bytes unless `format` says it (a raw MAVLink capture needs `format=mavlink`); a file that is ' +
+      'none of them is 400 with `details[].field` `body`. The same bytes (by SHA-256) imported before in the organization answer 200 with ' +
+      'that import and `duplicate: true`, and nothing new is made. A log is put on UTC by its GPS time; one without GPS time is placed by ' +
+      '`start` (its first message at that instant), else so that its last message falls at the moment of import (`report.timeSource`). ' +
+      'The answer comes when the import is done, which takes minutes for a log of gigabytes. With `Accept: application/x-ndjson` it is ' +
+      '200 as soon as the file has arrived, then NDJSON: an ImportProgress line of phase `upload`, lines of phase `import` (bytes read, ' +
+      'messages stored) about four times a second, and one last line, `{"import": CreateImportResponse}` or the error envelope (a failure ' +
+      'after the 200 cannot change the status). An import that fails leaves nothing behind: its dataset is dropped.',
+    auth: 'telemetry:write',
+    rawBody: {
+      description: 'The log file as it is, any Content-Type (application/octet-stream); send Content-Length when known, so progress has a total.',
+      limit: 'SORTIE_IMPORT_MAX_BYTES',
+    },
+    query: CreateImportQuerySchema,
+    success: [
+      { status: 201, schema: 'CreateImportResponse', description: 'the file was imported: the import with its report, `duplicate: false`' },
+      {
+        status: 200,
+        schema: 'CreateImportResponse',
+        description: 'the same file was imported before: that import, `duplicate: true`',
+        alternative: {
+          media: 'application/x-ndjson',
+          schema: 'ImportProgressLine',
+          description: 'asked for with `Accept: application/x-ndjson`: progress lines while the file is read, then the import or the error envelope',
+        },
+      },
+    ],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/imports/list',
+    operationId: 'listImports',
+    tag: 'Imports',
+    summary: "An experiment's or a dataset's log imports, oldest first (addition to the spec)",
+    description: 'Give `experimentId` or `datasetId` (or both). An import still being read is listed with `status: "importing"` and no report.',
+    auth: 'datasets:read',
+    query: ListImportsQuerySchema,
+    success: [{ status: 200, schema: 'LogImportList', description: 'the imports' }],
+    errors: [],
+  },
+  {
+    method: 'get',
+    path: '/api/imports/get',
+    operationId: 'getImport',
+    tag: 'Imports',
+    summary: 'One log import with its report (addition to the spec)',
+    auth: 'datasets:read',
+    query: GetImportQuerySchema,
+    success: [{ status: 200, schema: 'LogImport', description: 'the import' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/parameters',
+    operationId: 'getFlightParameters',
+    tag: 'Imports',
+    summary: "A flight's parameters: the value each started with, every change during the flight, and the value it ended with (addition to the spec)",
+    description:
+      "An imported log's parameters as stored at import (`source: \"log\"`); a MAVLink flight's from its PARAM_VALUE messages in frame order " +
+      '(`source: \"mavlink\"`: the first value of a name is its initial one). Sorted by name; a value equal to the one before is not a change.',
+    auth: 'datasets:read',
+    query: ParametersQuerySchema,
+    success: [{ status: 200, schema: 'FlightParameters', description: 'the parameters' }],
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/datasets/parameters/diff',
+    operationId: 'diffFlightParameters',
+    tag: 'Imports',
+    summary: "Two flights' parameters compared, as they started (`at=initial`, the default) or as they ended (`at=final`) (addition to the spec)",
+    description: '`added`: in b and not in a; `removed`: in a and not in b; `changed`: in both with different values; each sorted by name.',
+    auth: 'datasets:read',
+    query: ParameterDiffQuerySchema,
+    success: [{ status: 200, schema: 'ParameterDiff', description: 'the differences' }],
     errors: ['not_found'],
   },
   // Webhooks
