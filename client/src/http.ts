@@ -107,6 +107,20 @@ export interface HttpTransport {
    * as SortieApiError; the Response is handed back unread.
    */
   stream<Op extends OperationId>(operationId: Op, query: InputOf<Op>, options?: Omit<CallOptions, 'ackToken'>): Promise<Response>;
+  /**
+   * A POST whose body is a file sent as it is (a route with `rawBody`): validated query, API key, request
+   * id, failures as SortieApiError; the Response is handed back unread. A stream body is sent as it is
+   * read (`duplex: 'half'`), never gathered first; `size` becomes Content-Length.
+   */
+  upload<Op extends OperationId>(operationId: Op, query: InputOf<Op>, body: UploadBody, options?: UploadOptions): Promise<Response>;
+}
+
+/** A raw body: a stream of its bytes (with its length when known), or a Blob, which fetch reads itself. */
+export type UploadBody = { stream: ReadableStream<Uint8Array>; size?: number } | Blob;
+
+export interface UploadOptions extends Omit<CallOptions, 'ackToken'> {
+  /** The Accept header: which of the route's answers is wanted (an import's NDJSON progress). */
+  accept?: string;
 }
 
 export function createHttpTransport(options: HttpTransportOptions): HttpTransport {
@@ -188,6 +202,29 @@ export function createHttpTransport(options: HttpTransportOptions): HttpTranspor
       });
       tell(callOptions, { operationId, status: response.status, requestId: response.headers.get(REQUEST_ID_HEADER) ?? undefined });
       if (!response.ok) throw await failureOf(response, `GET ${route.path}`);
+      return response;
+    },
+
+    async upload(operationId, query, body, callOptions = {}) {
+      const route = routeOf(operationId);
+      const checked = route.query?.safeParse(query ?? {});
+      if (checked && !checked.success) throw invalidInput(checked.error, `${operationId}:`);
+      const headers = headersFor(callOptions, true);
+      headers['content-type'] = 'application/octet-stream';
+      if (callOptions.accept) headers.accept = callOptions.accept;
+      const isBlob = body instanceof Blob;
+      if (!isBlob && body.size !== undefined) headers['content-length'] = String(body.size);
+      // No time-out: a big log takes minutes to send and import; the caller's signal can still end it.
+      const response = await doFetch(base + route.path + queryString((query ?? {}) as Record<string, unknown>), {
+        method: route.method.toUpperCase(),
+        headers,
+        body: isBlob ? body : body.stream,
+        // A stream body is sent while it is read; fetch asks for this to say so (a Blob needs none).
+        ...(!isBlob && { duplex: 'half' }),
+        signal: callOptions.signal,
+      } as RequestInit);
+      tell(callOptions, { operationId, status: response.status, requestId: response.headers.get(REQUEST_ID_HEADER) ?? undefined });
+      if (!response.ok) throw await failureOf(response, `${route.method.toUpperCase()} ${route.path}`);
       return response;
     },
   };

@@ -4,12 +4,15 @@
  * HTTP methods come from the contracts' route table (`ApiRouteTable`): each takes its route's body or
  * query as the zod schema's input type, validates it with that schema before sending (a bad input is a
  * `SortieApiError` with status 0 and the service's `details[].field` paths), and answers the success
- * body parsed by the route's response schema. Telemetry Query, Submit and Follow go over the Connect
+ * body parsed by the route's response schema. A log file is imported with `importFile` (its bytes
+ * streamed, never held whole; a Blob or File in a browser, a path via `fileFromPath` of
+ * `@sortie/client/node`). Telemetry Query, Submit and Follow go over the Connect
  * protocol (fetch) to `/api/rpc` on the same port; their answers are plain JSON-serialisable data (times
  * as RFC 3339 text, counters as numbers: answers.ts). StreamSubmit needs HTTP/2 and lives in
  * `@sortie/client/node`.
  */
 import { createHttpTransport, type CallOptions, type CallResult, type ResponseInfo } from './http.ts';
+import { importFile, type ImportFileOptions, type ImportSource } from './imports.ts';
 import { OPERATIONS, STREAMED_OPERATIONS, type InputOf, type OperationId, type OutputOf } from './routes.ts';
 import { createTelemetryClient, type TelemetryClient } from './telemetry.ts';
 
@@ -20,6 +23,7 @@ export { newRequestId, queryString } from './http.ts';
 export { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
 export type { InputOf, OperationId, OutputOf } from './routes.ts';
 export { authInterceptor, createTelemetryClient, rpcError } from './telemetry.ts';
+export type { ImportFileOptions, ImportProgress, ImportSource } from './imports.ts';
 export { timestampOf, timestampText } from './answers.ts';
 export type { FollowAnswer, FollowEventAnswer, PointAnswer, QueryAnswer, SeriesAnswer, StreamSubmitAnswer, SubmitAnswer, TimeInput } from './answers.ts';
 export type { FollowRequestInit, QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
@@ -45,7 +49,7 @@ export type Method<Op extends OperationId> = [InputOf<Op>] extends [void]
   : (input: InputOf<Op>, options?: CallOptions) => Promise<OutputOf<Op>>;
 
 type Groups = typeof OPERATIONS;
-/** Operations answering JSON (a streamed file has its own method, `exportDataset`). */
+/** Operations sent and answered as JSON (a streamed file has a method of its own: `exportDataset` answers one, `importFile` sends one). */
 export type JsonOperationId = Exclude<OperationId, (typeof STREAMED_OPERATIONS)[number]>;
 export type SortieMethods = { [G in keyof Groups]: { [M in keyof Groups[G]]: Groups[G][M] extends OperationId ? Method<Groups[G][M]> : never } };
 
@@ -54,6 +58,12 @@ export interface SortieClient extends SortieMethods {
   request<Op extends JsonOperationId>(operationId: Op, input: InputOf<Op>, options?: CallOptions): Promise<CallResult<OutputOf<Op>>>;
   /** A dataset's export as a streamed Response (CSV or MCAP bytes in `body`); failures throw before. */
   exportDataset(query: InputOf<'exportDataset'>, options?: Omit<CallOptions, 'ackToken'>): Promise<Response>;
+  /**
+   * Import a log file (ULog, DataFlash, MAVLink .tlog or raw) into a new dataset of `query.experimentId`,
+   * its bytes streamed as they are read. `options.onProgress` is told of the upload and of the service's
+   * import as they go. Answers the import; the same file again answers the first import, `duplicate: true`.
+   */
+  importFile(query: InputOf<'createImport'>, source: ImportSource, options?: ImportFileOptions): Promise<OutputOf<'createImport'>>;
   telemetry: TelemetryClient;
 }
 
@@ -74,6 +84,7 @@ export function createSortieClient(options: SortieClientOptions): SortieClient {
     ...groups,
     request: (operationId, input, callOptions) => http.call(operationId, input, callOptions),
     exportDataset: (query, callOptions) => http.stream('exportDataset', query, callOptions),
+    importFile: (query, source, importOptions) => importFile(http, query, source, importOptions),
     telemetry: createTelemetryClient({
       baseUrl: options.telemetryUrl ?? `${options.baseUrl.replace(/\/+$/, '')}/api/rpc`,
       apiKey: options.apiKey,

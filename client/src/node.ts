@@ -1,7 +1,10 @@
 /**
  * `@sortie/client/node`: what needs Node's HTTP/2 (or Deno's node:http2) — StreamSubmit, a client stream
- * that only gRPC over HTTP/2 carries. Everything else is in `@sortie/client`, which runs anywhere fetch does.
+ * that only gRPC over HTTP/2 carries — and a file on disk as an import's source. Everything else is in
+ * `@sortie/client`, which runs anywhere fetch does.
  */
+import { openAsBlob } from 'node:fs';
+import { basename } from 'node:path';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
@@ -45,4 +48,12 @@ export function createStreamSubmitClient(options: { grpcUrl: string; apiKey?: st
       }
     },
   };
+}
+
+/**
+ * A file on disk as a File for `importFile`, named by the path's last part: its bytes are read from disk
+ * as the upload sends them (fs.openAsBlob), never all at once. The file must not change meanwhile.
+ */
+export async function fileFromPath(path: string): Promise<File> {
+  return new File([await openAsBlob(path)], basename(path));
 }

@@ -1,5 +1,16 @@
 import { API_ROUTES } from '@sortie/contracts';
-import type { CommandRecord, CreateCommandResponseSchema, DeliveryAttempt, Experiment, RegisterStreamRequest, WebhookEndpointWithSecret } from '@sortie/contracts';
+import type {
+  CommandRecord,
+  CreateCommandResponseSchema,
+  CreateImportResponse,
+  DeliveryAttempt,
+  Experiment,
+  FlightParameters,
+  LogImport,
+  ParameterDiff,
+  RegisterStreamRequest,
+  WebhookEndpointWithSecret,
+} from '@sortie/contracts';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
 import type { Method } from './index.ts';
@@ -14,9 +25,9 @@ describe('the client covers the route table', () => {
     expect(new Set(covered).size).toBe(covered.length);
   });
 
-  it('streamed routes are exactly those whose answer is a file', () => {
-    const files = API_ROUTES.filter((r) => r.success.some((s) => s.media)).map((r) => r.operationId);
-    expect(files).toEqual([...STREAMED_OPERATIONS]);
+  it('streamed routes are exactly those whose answer or body is a file', () => {
+    const files = API_ROUTES.filter((r) => r.success.some((s) => s.media) || r.rawBody).map((r) => r.operationId);
+    expect(files.sort()).toEqual([...STREAMED_OPERATIONS].sort());
   });
 });
 
@@ -35,6 +46,12 @@ describe('types derived from the table (checked by the type-checker, so an `any`
     expect(minimal.storageShape).toBeUndefined();
     expectTypeOf<InputOf<'listChannels'>>().toEqualTypeOf<{ datasetId: string; experimentId?: string | undefined }>();
     expectTypeOf<InputOf<'listExperiments'>>().toEqualTypeOf<void>();
+    expectTypeOf<OutputOf<'listImports'>>().toEqualTypeOf<LogImport[]>();
+    expectTypeOf<OutputOf<'createImport'>>().toEqualTypeOf<CreateImportResponse>();
+    expectTypeOf<OutputOf<'getFlightParameters'>>().toEqualTypeOf<FlightParameters>();
+    expectTypeOf<OutputOf<'diffFlightParameters'>>().toEqualTypeOf<ParameterDiff>();
+    // `at` has a default: the caller may leave it out.
+    expectTypeOf<InputOf<'diffFlightParameters'>>().toEqualTypeOf<{ a: string; b: string; at?: 'initial' | 'final' | undefined }>();
     expectTypeOf<Method<'listExperiments'>>().parameters.toEqualTypeOf<[input?: undefined, options?: import('./http.ts').CallOptions]>();
   });
 });

@@ -34,6 +34,8 @@ export const OPERATIONS = {
     arming: 'getArming',
     span: 'getDatasetSpan',
     summary: 'getDatasetSummary',
+    parameters: 'getFlightParameters',
+    parameterDiff: 'diffFlightParameters',
   },
   channels: { list: 'listChannels', create: 'createChannel', update: 'updateChannel' },
   events: { list: 'listEvents', create: 'createEvents' },
@@ -57,7 +59,11 @@ export const OPERATIONS = {
   },
   notifications: { list: 'listNotifications' },
   limits: { create: 'createLimitRule', list: 'listLimitRules', get: 'getLimitRule', update: 'updateLimitRule', delete: 'deleteLimitRule' },
+  imports: { list: 'listImports', get: 'getImport' },
 } as const satisfies Record<string, Record<string, OperationId>>;
 
-/** Routes whose answer is a streamed file, not JSON: methods of their own that hand back the Response. */
-export const STREAMED_OPERATIONS = ['exportDataset'] as const satisfies readonly OperationId[];
+/**
+ * Routes that stream a file, not JSON, one way or the other: methods of their own. `exportDataset`
+ * answers one (the Response is handed back); `createImport` takes one as its body (`importFile`).
+ */
+export const STREAMED_OPERATIONS = ['exportDataset', 'createImport'] as const satisfies readonly OperationId[];
