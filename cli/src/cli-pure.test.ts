@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fileNameOf } from './commands/export.ts';
+import { parameterText } from './commands/imports.ts';
 import { csvField, json, table } from './output.ts';
-import { formatDuration, progressLine } from './progress.ts';
+import { formatDuration, importProgressLine, progressLine } from './progress.ts';
 import { formatTime, parseTime, timeMicros } from './time.ts';
 
 describe('time', () => {
@@ -56,6 +57,37 @@ describe('progress', () => {
     expect(progressLine({ bytes: 10, elapsedS: 1, rows: 0, unit: 'messages' })).toBe('10 B at 10 B/s  0 messages  ETA --:--');
     expect(progressLine({ bytes: 10, elapsedS: 1, rows: 0, unit: 'rows', atUs: 0, span: { startUs: 0, endUs: 10 }, width: 4 })).toBe('[....]   0% 10 B at 10 B/s  0 rows  ETA --:--');
     expect(formatDuration(3725)).toBe('1:02:05');
+  });
+});
+
+describe('import progress', () => {
+  it('the phase, how far through the file, the rate over the phase, messages while importing, an ETA', () => {
+    expect(importProgressLine({ phase: 'upload', bytes: 3 * 1024 * 1024, totalBytes: 12 * 1024 * 1024, messages: 0, elapsedS: 3, width: 8 })).toBe(
+      'upload  [##......]  25%  3.0 MiB of 12.0 MiB at 1.0 MiB/s  ETA 0:09',
+    );
+    expect(importProgressLine({ phase: 'import', bytes: 12 * 1024 * 1024, totalBytes: 12 * 1024 * 1024, messages: 81234, elapsedS: 6, width: 8 })).toBe(
+      'import  [########] 100%  12.0 MiB of 12.0 MiB at 2.0 MiB/s  81234 messages  ETA 0:00',
+    );
+  });
+
+  it('without a size: bytes and rate only', () => {
+    expect(importProgressLine({ phase: 'upload', bytes: 2048, totalBytes: null, messages: 0, elapsedS: 0 })).toBe('upload  2.0 KiB at 0 B/s');
+  });
+});
+
+describe('parameter values', () => {
+  it('a float32 as the shortest decimal that is the same float32; other numbers as they are', () => {
+    expect(parameterText(Math.fround(0.15))).toBe('0.15');
+    expect(parameterText(Math.fround(-1.1))).toBe('-1.1');
+    expect(parameterText(Math.fround(123456.789))).toBe('123456.79');
+    expect(parameterText(0.1)).toBe('0.1');
+    expect(parameterText(3)).toBe('3');
+    expect(parameterText(-2147483648)).toBe('-2147483648');
+    expect(parameterText(Number.NaN)).toBe('NaN');
+    // Neighbouring float32s stay apart.
+    const a = Math.fround(0.3);
+    const b = Math.fround(a + 2 ** -25);
+    expect(parameterText(a)).not.toBe(parameterText(b));
   });
 });
 

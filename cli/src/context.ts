@@ -70,6 +70,40 @@ export async function locateDataset(ctx: Context, datasetId: string): Promise<{ 
   throw new SortieApiError({ status: 404, code: 'not_found', message: `no dataset ${datasetId} in this key's organization` });
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * An experiment named on the command line by its id or its name. A name two experiments share is a
+ * usage error listing their ids; one no experiment has is a failure (exit 1), as the service's 404 is.
+ */
+export async function resolveExperiment(ctx: Context, ref: string): Promise<Experiment> {
+  const experiments = await ctx.client.experiments.list();
+  const byId = UUID.test(ref) ? experiments.find((e) => e.id === ref.toLowerCase()) : undefined;
+  if (byId) return byId;
+  const named = experiments.filter((e) => e.name === ref);
+  if (named.length === 1) return named[0]!;
+  if (named.length > 1) throw new CliError(`${named.length} experiments are named "${ref}": give one's id (${named.map((e) => e.id).join(', ')})`);
+  throw new CliError(`no experiment "${ref}" in this key's organization (sortie experiments lists them)`, EXIT.failed);
+}
+
+/**
+ * A dataset named on the command line by its id or its name (a flight's name, e.g. an imported log's),
+ * with its experiment. A name several datasets share is a usage error listing them, to be told apart by id.
+ */
+export async function resolveDataset(ctx: Context, ref: string): Promise<{ experiment: Experiment; dataset: Dataset }> {
+  const experiments = await ctx.client.experiments.list();
+  const all = experiments.flatMap((experiment) => experiment.datasets.map((dataset) => ({ experiment, dataset })));
+  const byId = UUID.test(ref) ? all.find(({ dataset }) => dataset.id === ref.toLowerCase()) : undefined;
+  if (byId) return byId;
+  const named = all.filter(({ dataset }) => dataset.name === ref);
+  if (named.length === 1) return named[0]!;
+  if (named.length > 1) {
+    const which = named.map(({ experiment, dataset }) => `${dataset.id} (experiment ${experiment.name})`).join(', ');
+    throw new CliError(`${named.length} datasets are named "${ref}": give one's id: ${which}`);
+  }
+  throw new CliError(`no dataset "${ref}" in this key's organization (sortie datasets lists them)`, EXIT.failed);
+}
+
 /**
  * How Query addresses a channel: a wide dataset's by the N of its `ch_N` column, a narrow (MAVLink)
  * dataset's by its signal name — both are what the channel list calls `hypertableColName`.

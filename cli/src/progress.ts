@@ -58,14 +58,43 @@ export class ProgressBar {
   }
 
   update(state: Omit<Parameters<typeof progressLine>[0], 'elapsedS'>, force = false): void {
+    this.show((elapsedS) => progressLine({ ...state, elapsedS }), force);
+  }
+
+  /** Draw the line `line` makes of the seconds since the bar began, unless the last was drawn under `everyMs` ago. */
+  show(line: (elapsedS: number) => string, force = false): void {
     const now = performance.now();
     if (!force && now - this.#last < this.#everyMs) return;
     this.#last = now;
     this.#shown = true;
-    this.#write(`\r\u001b[2K${progressLine({ ...state, elapsedS: (now - this.#started) / 1000 })}`);
+    this.#write(`\r\u001b[2K${line((now - this.#started) / 1000)}`);
   }
 
   finish(): void {
     if (this.#shown) this.#write('\n');
   }
+}
+
+/**
+ * One line of an import's progress: the phase (the upload, then the server reading the file), how far
+ * through the file it is when its size is known, the rate over the phase so far, and for the import the
+ * messages stored. Pure, so it is tested as text.
+ */
+export function importProgressLine(state: { phase: 'upload' | 'import'; bytes: number; totalBytes: number | null; messages: number; elapsedS: number; width?: number }): string {
+  const rate = state.elapsedS > 0 ? state.bytes / state.elapsedS : 0;
+  const parts = [state.phase === 'upload' ? 'upload' : 'import'];
+  let eta = '';
+  if (state.totalBytes !== null && state.totalBytes > 0) {
+    const fraction = Math.min(1, state.bytes / state.totalBytes);
+    const width = state.width ?? 24;
+    const filled = Math.round(fraction * width);
+    parts.push(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.floor(fraction * 100)).padStart(3)}%`);
+    parts.push(`${formatBytes(state.bytes)} of ${formatBytes(state.totalBytes)} at ${formatBytes(rate)}/s`);
+    eta = `ETA ${formatDuration(rate > 0 ? (state.totalBytes - state.bytes) / rate : Number.NaN)}`;
+  } else {
+    parts.push(`${formatBytes(state.bytes)} at ${formatBytes(rate)}/s`);
+  }
+  if (state.phase === 'import') parts.push(`${state.messages} messages`);
+  if (eta) parts.push(eta);
+  return parts.join('  ');
 }
