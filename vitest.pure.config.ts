@@ -21,6 +21,7 @@ const pureTests = [
   'cloud/src/imports/formats/dataflash.test.ts',
   'cloud/src/auth/principal.test.ts',
   'cloud/src/imports/formats/ulog.test.ts',
+  'cloud/src/imports/formats/px4-events.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',
   'cloud/src/delivery/backoff.test.ts',
   'cloud/src/delivery/micro-batcher.test.ts',
