@@ -148,7 +148,7 @@ function importText(answer: LogImport & { duplicate?: boolean }, datasetName: st
     ['events', report?.events ?? null],
     ['parameters', report ? `${report.parameters} (${report.parameterChanges} changes)` : null],
     ['span', report ? spanText(report.start, report.end) : null],
-    ['time', report ? { gps: "the log's GPS time", start: 'placed by --start', import: 'no GPS time: ends at the moment of import' }[report.timeSource] : null],
+    ['time', report ? { gps: "the log's GPS time", start: 'placed by --start', import: 'no GPS time: ends at the moment of import', recorded: "the tlog's receive times (no GPS time)" }[report.timeSource] : null],
     ...(report && report.skippedBytes > 0 ? [['skipped', `${formatBytes(report.skippedBytes)} not readable as messages`] as [string, string]] : []),
     ['warnings', report?.warnings ?? []],
   ]);

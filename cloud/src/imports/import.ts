@@ -11,6 +11,7 @@ import { createDataFlashParser } from './formats/dataflash.ts';
 import { NotThisFormatError, type LogParser, type LogSink } from './formats/records.ts';
 import { createULogParser } from './formats/ulog.ts';
 import { findLogClock, importLogFile } from './log-file.ts';
+import { flightParameters } from './parameters.ts';
 import { findVehicleSystem, importMavlinkFile } from './mavlink-file.ts';
 import { findImportOfFile, type LogImportRow } from './queries.ts';
 import type { UploadedFile } from './upload.ts';
@@ -87,7 +88,6 @@ export async function importFile(
         details: [{ field: 'body', message: 'holds no MAVLink frame' }],
       });
     }
-    timeSource = 'gps';
     run = (writer) => importMavlinkFile({ path: upload.path, format, sysid, writer, nowUs, findings, progress });
   }
 
@@ -104,8 +104,15 @@ export async function importFile(
       report.start = span.first;
       report.end = span.last;
     }
-    // A MAVLink file's time source: the flight's rows say (GPS time when SYSTEM_TIME carried it).
-    if (format === 'tlog' || format === 'mavlink') report.timeSource = 'gps';
+    if (format === 'tlog' || format === 'mavlink') {
+      // Its parameters are its PARAM_VALUE messages, read as GET /api/datasets/parameters reads them.
+      const params = await flightParameters(ctx.db, dataset);
+      report.parameters = params.parameters.reduce((n, p) => n + 1 + p.changes.length, 0);
+      report.parameterChanges = params.parameters.reduce((n, p) => n + p.changes.length, 0);
+      // On UTC by the vehicle's GPS time when a SYSTEM_TIME carried it, else by the tlog's receive times (a raw capture's: the import's).
+      const gpsTimed = await ctx.db.selectFrom('narrow_boot_sessions').select('boot_session').where('dataset_id', '=', datasetId).where('gps_offset_us', 'is not', null).executeTakeFirst();
+      report.timeSource = gpsTimed ? 'gps' : format === 'tlog' ? 'recorded' : 'import';
+    }
     const row = await ctx.db.transaction().execute(async (tx) => {
       for (let i = 0; i < findings.events.length; i += INSERT_ROWS) {
         await tx
@@ -207,6 +214,7 @@ async function createDataset(
         status: 'importing',
         report: null,
         metadata: '{}',
+        created_at: ctx.clock.now(),
       })
       .onConflict((oc) => oc.columns(['organization_id', 'sha256']).doNothing())
       .returningAll()

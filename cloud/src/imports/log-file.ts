@@ -2,6 +2,7 @@ import { logSignalName, type ImportReport, type LogNamespace } from '@sortie/con
 import { logTableLayout, type LogColumn, type NarrowRowWriter } from '../telemetry/log-import.ts';
 import type { LogField, LogLevel, LogMessageType, LogParser, LogSink, LogValue } from './formats/records.ts';
 import { readFileInChunks } from './read-file.ts';
+import { loadPx4EventCatalog, Px4EventCatalogError } from './formats/px4-events.ts';
 import { ImportFindings, type ImportProgressSink } from './findings.ts';
 
 /** Rows staged before a batch is written: about a second of a busy log, a few MB of column arrays. */
@@ -119,7 +120,40 @@ export async function importLogFile(options: {
   parser.end();
   if (writer.staged > 0) await flush();
   await flush.settled();
+  await namePx4Events(parser, findings);
   options.progress?.(parser.offset, frameSeq);
+}
+
+/**
+ * PX4 events arrive as an id and argument bytes; the log carries their definitions (xz-compressed
+ * JSON, which the streaming reader keeps but cannot decompress synchronously). Once the file is read,
+ * each event's text becomes its message with the arguments filled in, as pyulog shows it. Definitions
+ * that cannot be read leave the `event 0x<id>` texts, with a warning.
+ */
+async function namePx4Events(parser: LogParser, findings: ImportFindings): Promise<void> {
+  const events = findings.events.filter((e) => e.data['source'] === 'ulog.event');
+  const xz = (parser as { eventMetadataXz?: Uint8Array }).eventMetadataXz;
+  if (events.length === 0) return;
+  if (!xz) {
+    findings.warn(`${events.length} PX4 events have no definitions in the log: they are shown by id`);
+    return;
+  }
+  let catalog;
+  try {
+    catalog = await loadPx4EventCatalog(xz);
+  } catch (error) {
+    if (!(error instanceof Px4EventCatalogError)) throw error;
+    findings.warn(`the log's PX4 event definitions could not be read (${error.message}): its ${events.length} events are shown by id`);
+    return;
+  }
+  for (const event of events) {
+    const data = event.data as { id: number; arguments: number[]; level: number };
+    const named = catalog.render(data.id, data.arguments, data.level << 4);
+    if (!named) continue;
+    event.message = named.text;
+    event.data['name'] = named.name;
+    event.data['group'] = named.group;
+  }
 }
 
 /**

@@ -55,9 +55,17 @@ export function importsRoutes(ctx: AppContext) {
       }
       const encoder = new TextEncoder();
       const requestId = (c.get('requestId') as string | undefined) ?? '';
+      // The client may leave while the import runs (a Ctrl-C): the import still finishes and is kept, and
+      // the lines nobody reads are dropped rather than written to a closed stream.
+      let open = true;
       const body = new ReadableStream<Uint8Array>({
+        cancel() {
+          open = false;
+        },
         start(controller) {
-          const line = (value: unknown) => controller.enqueue(encoder.encode(`${JSON.stringify(value)}\n`));
+          const line = (value: unknown) => {
+            if (open) controller.enqueue(encoder.encode(`${JSON.stringify(value)}\n`));
+          };
           let last = 0;
           const progress = (bytes: number, messages: number) => {
             const now = Date.now();
@@ -76,7 +84,8 @@ export function importsRoutes(ctx: AppContext) {
             })
             .finally(() => {
               void upload.remove();
-              controller.close();
+              if (open) controller.close();
+              open = false;
             });
         },
       });

@@ -30,8 +30,11 @@ export const CreateImportQuerySchema = z.object({
 });
 export type CreateImportQuery = z.infer<typeof CreateImportQuerySchema>;
 
-/** How the flight was put onto UTC: the log's GPS time, the `start` given, or the import's own time (the log ending then). */
-export const IMPORT_TIME_SOURCES = ['gps', 'start', 'import'] as const;
+/**
+ * How the flight was put onto UTC: the log's GPS time; the `start` given; the import's own time (the log
+ * ending then); or, for a tlog without GPS time, the receive times its recorder wrote.
+ */
+export const IMPORT_TIME_SOURCES = ['gps', 'start', 'import', 'recorded'] as const;
 
 export const ImportMessageCountSchema = z.object({
   /** `vehicle_attitude`, `actuator_outputs[1]`, `IMU[1]`, `ATTITUDE`. */
