@@ -137,6 +137,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const dir = await mkdtemp(join(process.env.BENCH_IMPORT_DIR ?? tmpdir(), 'sortie-bench-import-'));
 const database = await createTestDatabase();
 const databaseName = new URL(database.url).pathname.slice(1);
+if (process.env.BENCH_ASYNC_COMMIT) {
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  await admin.query(`alter database ${databaseName} set synchronous_commit = off`);
+  await admin.end();
+}
 const server = await startServerProcess(database.url, 'info', undefined, { SORTIE_IMPORT_DIR: dir });
 const { apiKey, handle } = await createOrgAndKey(database.url);
 try {
