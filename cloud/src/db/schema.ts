@@ -340,6 +340,8 @@ export interface LogImportsTable {
   report: Json<Record<string, unknown>> | null;
   metadata: Json<Record<string, unknown>>;
   created_at: CreatedAt;
+  /** Moved on every few seconds while the import runs (imports/import.ts STALE_IMPORT_MS). */
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 

@@ -27,6 +27,11 @@ const DATASET_FORMAT: Record<ImportFormat, { codec: string; dialect: string | nu
 
 const PARSERS: Record<'ulog' | 'dataflash', (sink: LogSink) => LogParser> = { ulog: createULogParser, dataflash: createDataFlashParser };
 
+/** An import still `importing` whose row has not moved for this long was cut short (a server stop): the same file then imports anew. */
+export const STALE_IMPORT_MS = 60_000;
+/** How often a running import moves its row on. */
+const HEARTBEAT_MS = 5_000;
+
 /** Events and parameters are inserted this many per statement. */
 const INSERT_ROWS = 1000;
 
@@ -56,13 +61,15 @@ export async function importFile(
     );
   }
   const earlier = await findImportOfFile(ctx.db, organizationId, upload.sha256);
-  if (earlier) return { row: earlier, duplicate: true };
+  if (earlier && !isStale(ctx, earlier)) return { row: earlier, duplicate: true };
+  // The same file's import was cut short by a server stop: what it left is dropped and the file imported anew.
+  if (earlier) await dropNarrowDataset(ctx.db, earlier.dataset_id);
   await requireExperiment(ctx.db, organizationId, query.experimentId);
 
   const findings = new ImportFindings();
   const nowUs = ctx.clock.now().getTime() * 1000;
   let timeSource: 'gps' | 'start' | 'import' = 'gps';
-  let run: (writer: Awaited<ReturnType<typeof openNarrowWriter>>) => Promise<void>;
+  let run: (writer: Awaited<ReturnType<typeof openNarrowWriter>>, progress: ImportProgressSink) => Promise<void>;
   if (format === 'ulog' || format === 'dataflash') {
     const makeParser = PARSERS[format];
     const clock = await refusingOtherFormats(format, () => findLogClock(upload.path, makeParser));
@@ -80,7 +87,7 @@ export async function importFile(
       );
     }
     const namespace = format === 'ulog' ? 'ulog' : 'dataflash';
-    run = (writer) => importLogFile({ path: upload.path, namespace, makeParser, writer, offsetUs, gps, findings, progress });
+    run = (writer, progress) => importLogFile({ path: upload.path, namespace, makeParser, writer, offsetUs, gps, findings, progress });
   } else {
     const sysid = await findVehicleSystem(upload.path, format);
     if (sysid === undefined) {
@@ -88,30 +95,39 @@ export async function importFile(
         details: [{ field: 'body', message: 'holds no MAVLink frame' }],
       });
     }
-    run = (writer) => importMavlinkFile({ path: upload.path, format, sysid, writer, nowUs, findings, progress });
+    run = (writer, progress) => importMavlinkFile({ path: upload.path, format, sysid, writer, nowUs, findings, progress });
   }
 
   const created = await createDataset(ctx, organizationId, query, format, upload);
   if (!created.row) return { row: created.existing!, duplicate: true };
   const datasetId = created.row.dataset_id;
+  const importId = created.row.id;
+  // The caller's progress, and the import's row moved on every few seconds (see STALE_IMPORT_MS).
+  let beat = Date.now();
+  const tracked: ImportProgressSink = (bytes, messages) => {
+    progress?.(bytes, messages);
+    if (Date.now() - beat < HEARTBEAT_MS) return;
+    beat = Date.now();
+    ctx.db.updateTable('log_imports').set({ updated_at: ctx.clock.now() }).where('id', '=', importId).execute().catch(() => {});
+  };
   try {
     const dataset = await ctx.db.selectFrom('datasets').selectAll().where('id', '=', datasetId).executeTakeFirstOrThrow();
     const writer = await openNarrowWriter(ctx, dataset);
-    await refusingOtherFormats(format, () => run(writer));
-    const report = findings.report(timeSource);
+    await refusingOtherFormats(format, () => run(writer, tracked));
+    const finalReport = findings.report(timeSource);
     const span = await datasetSpan(ctx.db, dataset);
     if (span) {
-      report.start = span.first;
-      report.end = span.last;
+      finalReport.start = span.first;
+      finalReport.end = span.last;
     }
     if (format === 'tlog' || format === 'mavlink') {
       // Its parameters are its PARAM_VALUE messages, read as GET /api/datasets/parameters reads them.
       const params = await flightParameters(ctx.db, dataset);
-      report.parameters = params.parameters.reduce((n, p) => n + 1 + p.changes.length, 0);
-      report.parameterChanges = params.parameters.reduce((n, p) => n + p.changes.length, 0);
+      finalReport.parameters = params.parameters.reduce((n, p) => n + 1 + p.changes.length, 0);
+      finalReport.parameterChanges = params.parameters.reduce((n, p) => n + p.changes.length, 0);
       // On UTC by the vehicle's GPS time when a SYSTEM_TIME carried it, else by the tlog's receive times (a raw capture's: the import's).
       const gpsTimed = await ctx.db.selectFrom('narrow_boot_sessions').select('boot_session').where('dataset_id', '=', datasetId).where('gps_offset_us', 'is not', null).executeTakeFirst();
-      report.timeSource = gpsTimed ? 'gps' : format === 'tlog' ? 'recorded' : 'import';
+      finalReport.timeSource = gpsTimed ? 'gps' : format === 'tlog' ? 'recorded' : 'import';
     }
     const row = await ctx.db.transaction().execute(async (tx) => {
       for (let i = 0; i < findings.events.length; i += INSERT_ROWS) {
@@ -148,7 +164,7 @@ export async function importFile(
       }
       return tx
         .updateTable('log_imports')
-        .set({ status: 'done', report: JSON.stringify(report), metadata: JSON.stringify(findings.metadata), finished_at: ctx.clock.now() })
+        .set({ status: 'done', report: JSON.stringify(finalReport), metadata: JSON.stringify(findings.metadata), finished_at: ctx.clock.now() })
         .where('id', '=', created.row!.id)
         .returningAll()
         .executeTakeFirstOrThrow();
@@ -159,6 +175,10 @@ export async function importFile(
     await dropNarrowDataset(ctx.db, datasetId).catch((e: unknown) => ctx.logger.error({ err: e, datasetId }, 'could not remove the dataset of a failed import'));
     throw error;
   }
+}
+
+function isStale(ctx: AppContext, row: LogImportRow): boolean {
+  return row.status === 'importing' && ctx.clock.now().getTime() - row.updated_at.getTime() > STALE_IMPORT_MS;
 }
 
 /** A reader's refusal of the file (bad magic or version, for a format given or detected) as the client's error. */
@@ -215,6 +235,7 @@ async function createDataset(
         report: null,
         metadata: '{}',
         created_at: ctx.clock.now(),
+        updated_at: ctx.clock.now(),
       })
       .onConflict((oc) => oc.columns(['organization_id', 'sha256']).doNothing())
       .returningAll()

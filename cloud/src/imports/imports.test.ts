@@ -280,6 +280,33 @@ describe('refusals', () => {
   });
 });
 
+describe('an import cut short by a server stop', () => {
+  it('is imported anew when the same file comes again, and what it left is gone', async () => {
+    const bytes = new Uint8Array([...(await readFile(DATAFLASH)), 1, 2]);
+    const first = await imported(bytes, { fileName: 'cut-short.BIN' });
+    const db = t.service.ctx.db;
+    // What a server stop mid-import leaves: the row still `importing`, not moved on for two minutes.
+    await db.updateTable('log_imports').set({ status: 'importing', updated_at: new Date(t.clock.now().getTime() - 120_000) }).where('id', '=', first.id).execute();
+    const tables = await db.selectFrom('narrow_message_tables').select('table_name').where('dataset_id', '=', first.datasetId).execute();
+    expect(tables.length).toBeGreaterThan(0);
+    const again = await imported(bytes, { fileName: 'cut-short.BIN' });
+    expect(again.datasetId).not.toBe(first.datasetId);
+    expect(await db.selectFrom('datasets').select('id').where('id', '=', first.datasetId).executeTakeFirst()).toBeUndefined();
+    const left = await sql<{ n: number }>`select count(*)::int as n from pg_class where relname = any(${tables.map((x) => x.table_name)}::text[])`.execute(db);
+    expect(left.rows[0]!.n).toBe(0);
+  });
+
+  it('a running one (moved on recently) answers as a duplicate', async () => {
+    const bytes = new Uint8Array([...(await readFile(DATAFLASH)), 3]);
+    const first = await imported(bytes, { fileName: 'running.BIN' });
+    await t.service.ctx.db.updateTable('log_imports').set({ status: 'importing', updated_at: t.clock.now() }).where('id', '=', first.id).execute();
+    const r = await upload(bytes);
+    expect(r.status).toBe(200);
+    expect(r.body.duplicate).toBe(true);
+    expect(r.body.datasetId).toBe(first.datasetId);
+  });
+});
+
 describe('parameters', () => {
   it('diffs two flights: added, removed and changed with both values', async () => {
     const list = (await t.call('GET', `/api/imports/list?experimentId=${experimentId}`, { key: org.key })).body as Array<{ fileName: string; datasetId: string }>;

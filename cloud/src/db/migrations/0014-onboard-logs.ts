@@ -25,6 +25,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       report jsonb,
       metadata jsonb not null default '{}',
       created_at timestamptz not null default now(),
+      -- Moved on while the import runs: an import that stopped moving was cut short by a server stop.
+      updated_at timestamptz not null default now(),
       finished_at timestamptz,
       unique (organization_id, sha256)
     )
