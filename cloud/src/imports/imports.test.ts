@@ -228,8 +228,30 @@ describe('ArduPilot DataFlash', () => {
     expect(result.report!.warnings.join('\n')).toMatch(/no GPS time/);
     const params = FlightParametersSchema.parse((await t.call('GET', `/api/datasets/parameters?datasetId=${result.datasetId}`, { key: org.key })).body);
     expect(params.parameters.length).toBe(new Set((reference.params as Array<[number, string, number]>).map(([, n]) => n)).size);
+    // The changes during the flight: a later PARM of a name whose value differs from the one before (three in this log).
+    const last = new Map<string, number>();
+    const changes: Array<[string, number, number]> = [];
+    for (const [, name, value] of reference.params as Array<[number, string, number]>) {
+      if (last.has(name) && last.get(name) !== value) changes.push([name, last.get(name)!, value]);
+      last.set(name, value);
+    }
+    expect(changes.length).toBe(3);
+    const ours = params.parameters.flatMap((p) => p.changes.map((c) => [p.name, p.initial, c.value] as [string, number, number]));
+    expect(ours.sort()).toEqual(changes.sort());
+    for (const p of params.parameters) expect(p.final, p.name).toBe(last.get(p.name));
+    expect(result.report!.parameterChanges).toBe(3);
     const events = (await t.call('GET', `/api/datasets/events?datasetId=${result.datasetId}`, { key: org.key })).body as Array<{ kind: string; message: string }>;
     for (const [, text] of reference.texts as Array<[number, string]>) expect(events.map((e) => e.message)).toContain(text);
+  });
+});
+
+describe('a damaged DataFlash log', () => {
+  it('truncated mid-message: every complete message before the cut, the tail reported', async () => {
+    const bytes = new Uint8Array(await readFile(DATAFLASH));
+    const cut = bytes.slice(0, Math.floor(bytes.length * 0.7) + 5);
+    const result = await imported(cut, { fileName: 'cut.BIN' });
+    expect(result.report!.messages).toBeGreaterThan(3000);
+    expect(result.report!.warnings.join('\n')).toMatch(/truncated/);
   });
 });
 
