@@ -1,6 +1,18 @@
 import { ardupilotmega, minimal } from 'node-mavlink';
 import { describe, expect, it } from 'vitest';
-import { ardupilotVehicle, autopilotName, flightModeName, isAutopilotHeartbeat, MAV_AUTOPILOT, MAV_TYPE, modeSpans } from './modes.ts';
+import {
+  ardupilotModeName,
+  ardupilotVehicle,
+  ardupilotVehicleOfLog,
+  autopilotName,
+  flightModeName,
+  isAutopilotHeartbeat,
+  MAV_AUTOPILOT,
+  MAV_TYPE,
+  modeSpans,
+  PX4_NAV_STATES,
+  px4NavStateName,
+} from './modes.ts';
 
 const ARDUPILOT = MAV_AUTOPILOT.ARDUPILOTMEGA;
 const PX4 = MAV_AUTOPILOT.PX4;
@@ -131,5 +143,40 @@ describe('which HEARTBEAT is the vehicle autopilot', () => {
       { from: 0, to: 3, mode: 'MANUAL', armed: true },
       { from: 3, to: 4, mode: 'MANUAL', armed: false },
     ]);
+  });
+});
+
+describe("modes in a vehicle's own log", () => {
+  it("name a ULog's nav_state by vehicle_status.msg's constants, as QGroundControl names the mode PX4 reports for it", () => {
+    // The constants of today's vehicle_status.msg whose number never meant anything else.
+    const current = { MANUAL: 0, ALTCTL: 1, POSCTL: 2, AUTO_MISSION: 3, AUTO_LOITER: 4, AUTO_RTL: 5, ACRO: 10, DESCEND: 12, TERMINATION: 13, OFFBOARD: 14, STAB: 15, AUTO_TAKEOFF: 17, AUTO_LAND: 18, AUTO_FOLLOW_TARGET: 19, AUTO_PRECLAND: 20, ORBIT: 21, AUTO_VTOL_TAKEOFF: 22, EXTERNAL1: 23, EXTERNAL8: 30 };
+    for (const [constant, value] of Object.entries(current)) expect(PX4_NAV_STATES[value]?.[0], constant).toBe(constant);
+    // The two fixtures' states: a v1.11 log in MANUAL, a v1.15 SITL flight through takeoff, hold and return.
+    expect([0, 17, 4, 5].map(px4NavStateName)).toEqual(['Manual', 'Takeoff', 'Hold', 'Return']);
+    // Named as the MAVLink band names the same flight's HEARTBEATs (main AUTO, sub LOITER is Hold).
+    expect(px4NavStateName(4)).toBe(name(MAV_TYPE.QUADROTOR, PX4, px4(4, 3)));
+    expect(px4NavStateName(3)).toBe(name(MAV_TYPE.QUADROTOR, PX4, px4(4, 4)));
+    expect(px4NavStateName(2)).toBe(name(MAV_TYPE.QUADROTOR, PX4, px4(3)));
+    expect(px4NavStateName(26)).toBe('External 4');
+    // A number PX4 gave two meanings over time is not guessed.
+    expect(px4NavStateName(6)).toBe('nav_state 6');
+    expect(px4NavStateName(8)).toBe('nav_state 8');
+    expect(px4NavStateName(11)).toBe('nav_state 11');
+  });
+
+  it("tell a DataFlash log's vehicle by VER's build type, else by its firmware line, and name MODE numbers by it", () => {
+    expect(ardupilotVehicleOfLog({ firmware: 'ArduSub V4.1.0 (89639005)' })).toBe('ArduSub');
+    expect(ardupilotVehicleOfLog({ firmware: 'ArduRover V4.2.0 (1a2b3c4d)' })).toBe('Rover');
+    expect(ardupilotVehicleOfLog({ firmware: 'APM:Copter V3.5.5 (b1a9b4a4)' })).toBe('ArduCopter');
+    expect(ardupilotVehicleOfLog({ firmware: 'ArduPlane V4.5.1 (5e8a9bc9)' })).toBe('ArduPlane');
+    expect(ardupilotVehicleOfLog({ 'ver.FWS': 'Blimp V4.7.0-dev (abcdef01)' })).toBe('Blimp');
+    expect(ardupilotVehicleOfLog({ 'ver.BU': 7, firmware: 'ArduCopter V4.5.0' })).toBe('ArduSub');
+    // A helicopter build flies ArduCopter's modes.
+    expect(ardupilotVehicleOfLog({ 'ver.BU': 13 })).toBe('ArduCopter');
+    expect(ardupilotVehicleOfLog({ firmware: 'PX4 v1.14' })).toBeUndefined();
+    expect(ardupilotModeName('ArduSub', 19)).toBe('MANUAL');
+    expect(ardupilotModeName('ArduCopter', 19)).toBe('AVOID_ADSB');
+    expect(ardupilotModeName(undefined, 19)).toBe('mode 19');
+    expect(ardupilotModeName('ArduSub', 5)).toBe('mode 5');
   });
 });

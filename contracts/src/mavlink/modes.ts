@@ -290,3 +290,86 @@ export function modeSpans(hb: HeartbeatColumns, end: number): ModeSpan[] {
   }
   return spans;
 }
+
+// --- Onboard logs ---------------------------------------------------------------------------------
+// A vehicle's own log says its mode without MAVLink: PX4's ULog as vehicle_status.nav_state (PX4's
+// internal navigation state, not HEARTBEAT's custom_mode), ArduPilot's DataFlash as the MODE message's
+// mode number, the same per-vehicle number HEARTBEAT carries, with the vehicle told by the log's firmware
+// line or VER message rather than by MAV_TYPE.
+
+/**
+ * vehicle_status.msg's NAVIGATION_STATE_* constants (PX4-Autopilot msg/vehicle_status.msg), each with the
+ * name QGroundControl shows for the mode PX4 reports that state as over MAVLink, so one flight reads the
+ * same from its log and from its telemetry; where PX4 reports several states as one mode (the failure
+ * landings as AUTO_LAND) a state keeps its own words. A value is named only if every version of the file
+ * consulted (2014's, the v1.11 era's with RATTITUDE at 16, today's with EXTERNAL1-8 at 23-30) gives it one
+ * meaning or leaves it free: 6 (AUTO_RCRECOVER, later POSITION_SLOW), 8 (AUTO_LANDENGFAIL, later
+ * ALTITUDE_CRUISE) and 11 (LAND in 2014, later free) had two, and a log does not say which it means.
+ */
+export const PX4_NAV_STATES: Readonly<Record<number, readonly [constant: string, name: string]>> = {
+  0: ['MANUAL', 'Manual'],
+  1: ['ALTCTL', 'Altitude'],
+  2: ['POSCTL', 'Position'],
+  3: ['AUTO_MISSION', 'Mission'],
+  4: ['AUTO_LOITER', 'Hold'],
+  5: ['AUTO_RTL', 'Return'],
+  7: ['AUTO_RTGS', 'Return to Groundstation'],
+  9: ['AUTO_LANDGPSFAIL', 'Land (GPS failure)'],
+  10: ['ACRO', 'Acro'],
+  12: ['DESCEND', 'Descend'],
+  13: ['TERMINATION', 'Termination'],
+  14: ['OFFBOARD', 'Offboard'],
+  15: ['STAB', 'Stabilized'],
+  16: ['RATTITUDE', 'Rattitude'],
+  17: ['AUTO_TAKEOFF', 'Takeoff'],
+  18: ['AUTO_LAND', 'Land'],
+  19: ['AUTO_FOLLOW_TARGET', 'Follow Me'],
+  20: ['AUTO_PRECLAND', 'Precision Land'],
+  21: ['ORBIT', 'Orbit'],
+  22: ['AUTO_VTOL_TAKEOFF', 'VTOL Takeoff'],
+  ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [23 + i, [`EXTERNAL${i + 1}`, `External ${i + 1}`] as const])),
+};
+
+/** vehicle_status.arming_state when armed: ARMING_STATE_ARMED, 2 in every version of vehicle_status.msg. */
+export const PX4_ARMING_STATE_ARMED = 2;
+
+/** A ULog's vehicle_status.nav_state as a ground station names the mode; `nav_state N` when no table knows it. */
+export function px4NavStateName(navState: number): string {
+  return PX4_NAV_STATES[navState]?.[1] ?? `nav_state ${navState}`;
+}
+
+/**
+ * ArduPilot's APM_BUILD_DIRECTORY values (libraries/AP_Vehicle/AP_Vehicle_Type.h), as a DataFlash VER
+ * message's BU field carries them. A helicopter build (Heli) runs ArduCopter's modes.
+ */
+const APM_BUILD: Readonly<Record<number, ArduPilotVehicle>> = { 1: 'Rover', 2: 'ArduCopter', 3: 'ArduPlane', 4: 'AntennaTracker', 7: 'ArduSub', 12: 'Blimp', 13: 'ArduCopter' };
+
+/**
+ * Each vehicle's THISFIRMWARE prefix, which ArduPilot logs as its first MSG and in VER's FWS:
+ * `ArduSub V4.1.0 (89639005)`, `ArduRover V4.2.0`, and before 4.0 `APM:Copter V3.5.5`.
+ */
+const FIRMWARE_PREFIXES: ReadonlyArray<readonly [RegExp, ArduPilotVehicle]> = [
+  [/^(ArduCopter|APM:Copter)\b/, 'ArduCopter'],
+  [/^(ArduPlane|APM:Plane)\b/, 'ArduPlane'],
+  [/^(ArduRover|APM:Rover|Rover)\b/, 'Rover'],
+  [/^ArduSub\b/, 'ArduSub'],
+  [/^(AntennaTracker|APM:AntennaTracker)\b/, 'AntennaTracker'],
+  [/^Blimp\b/, 'Blimp'],
+];
+
+/** The ArduPilot vehicle a DataFlash log is from, by its metadata: VER's build type, else the firmware line. */
+export function ardupilotVehicleOfLog(metadata: Readonly<Record<string, string | number>>): ArduPilotVehicle | undefined {
+  const build = APM_BUILD[Number(metadata['ver.BU'])];
+  if (build) return build;
+  for (const line of [metadata['firmware'], metadata['ver.FWS']]) {
+    if (typeof line !== 'string') continue;
+    const found = FIRMWARE_PREFIXES.find(([prefix]) => prefix.test(line.trim()));
+    if (found) return found[1];
+  }
+  return undefined;
+}
+
+/** A DataFlash MODE number as the vehicle names it; `mode N` for a vehicle not known or a number its table lacks. */
+export function ardupilotModeName(vehicle: ArduPilotVehicle | undefined, mode: number): string {
+  return (vehicle && ARDUPILOT_TABLES[vehicle][mode]) ?? `mode ${mode}`;
+}
