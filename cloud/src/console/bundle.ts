@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
 
@@ -69,6 +70,32 @@ const unusedZod: Plugin = {
   },
 };
 
+/**
+ * zod's JSON Schema generation (`z.toJSONSchema`, a schema's `toJSONSchema()`, its introspection getters
+ * such as `minLength`): every schema class refers to it, so esbuild keeps it whole, about 6 KB of the
+ * gzipped script, yet the console never generates a JSON Schema (the service documents its API itself).
+ * Each of its modules becomes one with the same export names, each a function that throws when called (a
+ * use added later fails loudly, never silently wrong). The names are read from the real module, so a newer
+ * zod that exports more still builds.
+ */
+const JSON_SCHEMA_MODULES = /[\\/]zod[\\/]v4[\\/]core[\\/](json-schema-processors|to-json-schema|json-schema-generator)\.js$/;
+
+const zodWithoutJsonSchema: Plugin = {
+  name: 'zod-without-json-schema',
+  setup(build) {
+    build.onLoad({ filter: JSON_SCHEMA_MODULES }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const names = new Set<string>();
+      for (const m of source.matchAll(/^export (?:const|function|class|let) (\w+)/gm)) names.add(m[1]!);
+      for (const m of source.matchAll(/^export \{([^}]*)\}/gm)) for (const part of m[1]!.split(',')) names.add(part.trim().split(/\s+as\s+/).pop()!);
+      names.delete('');
+      // The `create…Method` factories run when a schema's `~standard` is read: they hand back the thrower.
+      const stub = [...names].map((name) => `export const ${name} = ${/^create\w*Method$/.test(name) ? '() => no' : 'no'};`);
+      return { contents: `const no = () => { throw new Error('zod JSON Schema is not in the console'); };\n${stub.join('\n')}`, loader: 'js' };
+    });
+  },
+};
+
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
@@ -97,7 +124,7 @@ export async function buildConsole(): Promise<ConsoleBundle> {
     legalComments: 'none',
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
-    plugins: [englishOnlyZod, unusedZod],
+    plugins: [englishOnlyZod, unusedZod, zodWithoutJsonSchema],
   });
   const assets = new Map<string, ConsoleAsset>();
   let script = '';
