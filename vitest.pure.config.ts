@@ -17,6 +17,8 @@ const pureTests = [
   'cloud/console/src/console-logic.test.ts',
   'cloud/console/src/reading.test.ts',
   'cloud/console/src/dataset-facts.test.ts',
+  'cloud/console/src/log-flight.test.ts',
+  'cloud/console/src/import-logic.test.ts',
   'cloud/src/admin/parse-duration.test.ts',
   'cloud/src/imports/formats/dataflash.test.ts',
   'cloud/src/auth/principal.test.ts',

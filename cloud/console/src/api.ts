@@ -3,7 +3,17 @@
 // answers parsed by them, failures as SortieApiError with the envelope's code, fields and request id).
 // The pages never build a URL or a header themselves, so the key has one way out: the x-api-key header.
 import { createSortieClient, SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
-import { API_KEY_HEADER, ConsoleSessionSchema, ErrorEnvelopeSchema, type ConsoleSession } from '@sortie/contracts';
+import {
+  API_KEY_HEADER,
+  ConsoleSessionSchema,
+  CreateImportResponseSchema,
+  ErrorEnvelopeSchema,
+  ImportProgressSchema,
+  type ConsoleSession,
+  type CreateImportResponse,
+  type ImportProgress,
+} from '@sortie/contracts';
+import { ndjsonLines } from './import-logic.ts';
 import { answerSeconds } from './live.ts';
 
 export { SortieApiError };
@@ -32,6 +42,20 @@ function rfc3339(seconds: number): string {
   return new Date(wholeMs(seconds)).toISOString();
 }
 
+/** A failed answer as the typed client reports one: the error envelope's code, message, fields and request id. */
+function apiError(status: number, body: unknown, requestId: string | undefined): SortieApiError {
+  const envelope = ErrorEnvelopeSchema.safeParse(body);
+  if (!envelope.success) return new SortieApiError({ status, code: 'http_error', message: `the service answered HTTP ${status}`, requestId });
+  const e = envelope.data.error;
+  return new SortieApiError({ status, code: e.code, message: e.message, details: e.details, requestId: e.request_id || requestId });
+}
+
+/** An upload under way: its answer, and how to stop it. */
+export interface ImportUpload {
+  done: Promise<CreateImportResponse>;
+  abort: () => void;
+}
+
 export type ConsoleApi = ReturnType<typeof createConsoleApi>;
 
 export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.origin) {
@@ -39,18 +63,13 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
   const fetchLive: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit', cache: 'no-store' });
   const client = createSortieClient({ baseUrl, apiKey, fetch: fetchLive });
 
+
   return {
     /** GET /console/session: the console's own route (not in the API's route table), parsed by its contract schema. */
     async session(): Promise<ConsoleSession> {
       const response = await fetchLive(`${baseUrl}/console/session`, { headers: { [API_KEY_HEADER]: apiKey, accept: 'application/json' } });
       const body: unknown = await response.json().catch(() => undefined);
-      if (!response.ok) {
-        const envelope = ErrorEnvelopeSchema.safeParse(body);
-        const requestId = response.headers.get('x-request-id') ?? undefined;
-        if (!envelope.success) throw new SortieApiError({ status: response.status, code: 'http_error', message: `the service answered HTTP ${response.status}`, requestId });
-        const e = envelope.data.error;
-        throw new SortieApiError({ status: response.status, code: e.code, message: e.message, details: e.details, requestId: e.request_id || requestId });
-      }
+      if (!response.ok) throw apiError(response.status, body, response.headers.get('x-request-id') ?? undefined);
       return ConsoleSessionSchema.parse(body);
     },
     experiments: () => client.experiments.list(),
@@ -85,6 +104,73 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
     deleteWebhook: (id: string) => client.webhooks.delete({ id }),
     testWebhook: (endpointId: string) => client.webhooks.test({ endpointId }),
     notifications: () => client.notifications.list(),
+
+    /** The log imports of an experiment or of one dataset, with the log's metadata and the import's report. */
+    imports: (query: { experimentId?: string; datasetId?: string }) => client.imports.list(query),
+    /** A flight's parameters: initial and final values and every change. */
+    parameters: (experimentId: string, datasetId: string) => client.datasets.parameters({ experimentId, datasetId }),
+    /** Flight b's parameters against flight a's, as each started or ended. */
+    parameterDiff: (a: string, b: string, at: 'initial' | 'final') => client.datasets.parameterDiff({ a, b, at }),
+
+    /**
+     * POST /api/imports/create with the file as the body, by XMLHttpRequest: a browser's fetch cannot
+     * report an upload's progress (the client's importFile counts bytes only where it streams the body
+     * itself, in Node). `onProgress` hears the upload's bytes as they leave, then the service's ndjson
+     * lines while it reads the log (bytes read, messages stored); the answer is its last line.
+     */
+    importLog(experimentId: string, file: File, onProgress: (progress: ImportProgress) => void): ImportUpload {
+      const xhr = new XMLHttpRequest();
+      const done = new Promise<CreateImportResponse>((resolve, reject) => {
+        const query = new URLSearchParams({ experimentId, fileName: file.name });
+        xhr.open('POST', `${baseUrl}/api/imports/create?${query}`);
+        xhr.setRequestHeader(API_KEY_HEADER, apiKey);
+        xhr.setRequestHeader('accept', 'application/x-ndjson');
+        xhr.setRequestHeader('content-type', 'application/octet-stream');
+        xhr.upload.onprogress = (e) => onProgress({ phase: 'upload', bytes: e.loaded, totalBytes: e.lengthComputable ? e.total : file.size, messages: 0 });
+        let read = 0;
+        let rest = '';
+        let answer: unknown;
+        // Lines so far of the streamed answer (responseText grows while it arrives).
+        const take = () => {
+          const text = xhr.responseText;
+          const { lines, partial } = ndjsonLines(rest, text.slice(read));
+          read = text.length;
+          rest = partial;
+          for (const line of lines) {
+            const progress = ImportProgressSchema.safeParse(line);
+            if (progress.success) onProgress(progress.data);
+            else answer = line;
+          }
+        };
+        xhr.onprogress = take;
+        xhr.onload = () => {
+          if (xhr.status !== 200) {
+            let body: unknown;
+            try {
+              body = JSON.parse(xhr.responseText);
+            } catch {
+              body = undefined;
+            }
+            reject(apiError(xhr.status, body, xhr.getResponseHeader('x-request-id') ?? undefined));
+            return;
+          }
+          try {
+            take();
+            if (rest.trim()) answer = JSON.parse(rest);
+            const last = answer as { import?: unknown; error?: unknown } | undefined;
+            // The last line is the import, or the error envelope's member when reading the log failed.
+            if (last?.import) resolve(CreateImportResponseSchema.parse(last.import));
+            else reject(apiError(xhr.status, last, xhr.getResponseHeader('x-request-id') ?? undefined));
+          } catch (e) {
+            reject(e instanceof Error ? e : new Error(String(e)));
+          }
+        };
+        xhr.onerror = () => reject(new Error('the upload failed: the service could not be reached'));
+        xhr.onabort = () => reject(new DOMException('the upload was cancelled', 'AbortError'));
+        xhr.send(file);
+      });
+      return { done, abort: () => xhr.abort() };
+    },
 
     /**
      * TelemetryService.Query over Connect (binary) on the HTTP port: the server's M4/LTTB downsampling,

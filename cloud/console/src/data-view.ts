@@ -1,19 +1,22 @@
-import type { Channel, CommandRecord, ConsoleSession, Experiment, TimelineEvent } from '@sortie/contracts';
+import type { Channel, CommandRecord, ConsoleSession, CreateImportResponse, Experiment, LogImport, TimelineEvent } from '@sortie/contracts';
 import { h, type VNode } from 'preact';
-import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { CommandsPanel } from './commands-panel.ts';
 import { DatasetFacts, useSummaries } from './dataset-facts.ts';
-import { FLIGHT_CHANNELS, FlightView } from './flight-view.ts';
+import { FlightView } from './flight-view.ts';
 import { liveTimings, useFollow, type Follow } from './follow.ts';
 import { formatIso, formatUtc, timestampSeconds } from './format.ts';
+import { ImportButton, ImportRows, useImports } from './imports-view.ts';
 import { LimitBanner } from './limit-banner.ts';
 import { isLive, limitsOf, LIVE_WINDOW_SECONDS, mergeEvents, worsened } from './live.ts';
+import { datasetKindLabel, flightSources, isLogDataset, logFacts, sourceSignals, type DatasetKind, type LogFact } from './log-flight.ts';
 import { marksOf } from './marks.ts';
 import { NewExperiment } from './new-experiment.ts';
+import { ParametersView, type FlightChoice } from './parameters-view.ts';
 import { Plot, type PlotAxis, type PlotWindow } from './plot.ts';
 import { need, type Need } from './scopes.ts';
-import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
+import { fieldOf, groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
 
 // The list is read again at this period while shown, so a flight that starts or stops streaming is
@@ -34,10 +37,13 @@ export function DataView(props: Props): VNode<any> {
   const [skew, setSkew] = useState(0);
   const [error, setError] = useState('');
   const canRead = session.scopes.includes('datasets:read');
+  // Flights imported from this page: finished files, never live, though their data was just written.
+  const [imported, setImported] = useState<ReadonlySet<string>>(new Set());
+  // The experiment a file is being dragged over.
+  const [dropTarget, setDropTarget] = useState<string | undefined>();
 
-  useEffect(() => {
-    if (!canRead) return;
-    const read = () =>
+  const read = useCallback(
+    () =>
       api.experimentsAt().then(
         (answer) => {
           setExperiments(answer.experiments);
@@ -45,13 +51,64 @@ export function DataView(props: Props): VNode<any> {
           setError('');
         },
         (e: unknown) => setError(String(e instanceof Error ? e.message : e)),
-      );
+      ),
+    [api],
+  );
+  useEffect(() => {
+    if (!canRead) return;
     void read();
     const timer = setInterval(() => document.visibilityState === 'visible' && void read(), LIST_REFRESH_MS);
     return () => clearInterval(timer);
-  }, [api]);
+  }, [read]);
   const serverNow = Date.now() + skew;
-  const summaries = useSummaries(api, experiments);
+
+  const summaries = useSummaries(api, experiments, imported);
+  const imports = useImports(api, (answer: CreateImportResponse) => {
+    setImported((held) => new Set(held).add(answer.datasetId));
+    void read();
+  });
+  const importNeed = need(session.scopes, 'telemetry:write');
+  // A file dropped beside an experiment would otherwise be opened by the browser in place of the console.
+  useEffect(() => {
+    const refuse = (e: DragEvent) => {
+      if (e.dataTransfer?.types.includes('Files')) e.preventDefault();
+    };
+    window.addEventListener('dragover', refuse);
+    window.addEventListener('drop', refuse);
+    return () => {
+      window.removeEventListener('dragover', refuse);
+      window.removeEventListener('drop', refuse);
+    };
+  }, []);
+  const dropHandlers = (e: Experiment) => ({
+    onDragOver: (ev: DragEvent) => {
+      if (!ev.dataTransfer?.types.includes('Files') || importNeed.disabled) return;
+      ev.preventDefault();
+      ev.dataTransfer.dropEffect = 'copy';
+      setDropTarget(e.id);
+    },
+    onDragLeave: (ev: DragEvent) => {
+      // Leaving for one of its own children is not leaving.
+      if (!(ev.currentTarget as Node).contains(ev.relatedTarget as Node | null)) setDropTarget(undefined);
+    },
+    onDrop: (ev: DragEvent) => {
+      setDropTarget(undefined);
+      if (!ev.dataTransfer?.files.length || importNeed.disabled) return;
+      ev.preventDefault();
+      imports.add(e.id, ev.dataTransfer.files);
+    },
+  });
+  const nameOf = (datasetId: string) => {
+    for (const e of experiments ?? []) for (const d of e.datasets) if (d.id === datasetId) return d.name;
+    return undefined;
+  };
+  const openFlight = (answer: CreateImportResponse) => navigate({ view: 'data', experimentId: answer.experimentId, datasetId: answer.datasetId, channels: [] });
+  const live = (d: Experiment['datasets'][number]) => isLive(d.lastDataAt, serverNow) && !isLogDataset(d) && !imported.has(d.id);
+  // Every narrow flight, for the parameters' "Compare with…".
+  const flights = useMemo<FlightChoice[]>(
+    () => (experiments ?? []).flatMap((e) => e.datasets.filter((d) => d.storageShape === 'narrow').map((d) => ({ id: d.id, name: d.name, experimentName: e.name }))),
+    [experiments],
+  );
 
   const dataset = useMemo(() => {
     for (const e of experiments ?? []) for (const d of e.datasets) if (d.id === location.datasetId) return d;
@@ -71,15 +128,16 @@ export function DataView(props: Props): VNode<any> {
         'ul',
         { class: 'experiments' },
         (experiments ?? []).map((e) =>
-          h('li', { key: e.id }, [
+          h('li', { key: e.id, class: `experiment${dropTarget === e.id ? ' drop-target' : ''}`, 'data-experiment': e.id, ...dropHandlers(e) }, [
             h('span', { class: 'experiment-name' }, e.name),
+            dropTarget === e.id ? h('p', { class: 'drop-hint', 'aria-hidden': 'true' }, `Drop to import into ${e.name}`) : null,
             h(
               'ul',
               { class: 'datasets' },
               e.datasets.map((d) => {
                 const sys = systemIdOf(d.name);
-                const live = isLive(d.lastDataAt, serverNow);
-                return h('li', { key: d.id, 'data-live': String(live) }, [
+                const streaming = live(d);
+                return h('li', { key: d.id, 'data-live': String(streaming), 'data-dataset': d.id }, [
                   h(
                     'a',
                     {
@@ -92,12 +150,21 @@ export function DataView(props: Props): VNode<any> {
                     },
                     d.name,
                   ),
-                  h('span', { class: 'muted' }, ` ${d.storageShape === 'narrow' ? `MAVLink${sys !== undefined ? `, system ${sys}` : ''}` : 'wide'}`),
-                  live ? h('span', { class: 'live-badge', title: `data received ${formatIso(d.lastDataAt)}` }, 'live') : null,
-                  h(DatasetFacts, { summary: summaries.get(d.id) }),
+                  h('span', { class: 'muted' }, ` ${datasetKindLabel(d, sys)}`),
+                  streaming ? h('span', { class: 'live-badge', title: `data received ${formatIso(d.lastDataAt)}` }, 'live') : null,
+                  h(DatasetFacts, { summary: summaries.get(d.id), log: isLogDataset(d) }),
                 ]);
               }),
             ),
+            h(ImportButton, { experimentId: e.id, experimentName: e.name, need: importNeed, onFiles: (files: File[]) => imports.add(e.id, files) }),
+            h(ImportRows, {
+              rows: imports.rows.filter((r) => r.experimentId === e.id),
+              flightHref: (a: CreateImportResponse) => `?experiment=${a.experimentId}&dataset=${a.datasetId}`,
+              open: openFlight,
+              nameOf,
+              cancel: imports.cancel,
+              dismiss: imports.dismiss,
+            }),
           ]),
         ),
       ),
@@ -111,11 +178,17 @@ export function DataView(props: Props): VNode<any> {
           datasetId: dataset.id,
           datasetName: dataset.name,
           narrow: dataset.storageShape === 'narrow',
-          live: isLive(dataset.lastDataAt, serverNow),
+          kind: dataset,
+          flights: flights.filter((f) => f.id !== dataset.id),
+          live: live(dataset),
           location,
           navigate,
         })
-      : h('section', { class: 'empty' }, h('p', { class: 'muted' }, experiments ? 'Choose a dataset to browse its channels.' : '')),
+      : h(
+          'section',
+          { class: 'empty' },
+          h('p', { class: 'muted' }, experiments ? "Choose a dataset to browse its channels, or drop a vehicle's log (.ulg, .BIN, .tlog) on an experiment to import it." : ''),
+        ),
   ]);
 }
 
@@ -126,6 +199,10 @@ interface DatasetProps {
   datasetId: string;
   datasetName: string;
   narrow: boolean;
+  /** Its codec and format: a MAVLink flight, or a vehicle's own log (log-flight.ts). */
+  kind: DatasetKind;
+  /** Other flights, for comparing parameters. */
+  flights: FlightChoice[];
   /** Whether the list marks the dataset live (its telemetry arrived seconds ago). */
   live: boolean;
   location: ConsoleLocation;
@@ -143,6 +220,8 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const [span, setSpan] = useState<PlotWindow | undefined>();
   const [axis, setAxis] = useState<PlotAxis | undefined>();
   const [exporting, setExporting] = useState('');
+  // The import that made this flight, if one did: the log's description of the vehicle.
+  const [logImport, setLogImport] = useState<LogImport | undefined>();
   // Once live, the view stays a live view until it is left: a link that drops for a while (LINK_LOSS)
   // must not turn the plots into the whole-flight view under the conductor's eyes.
   const [datasetLive, setDatasetLive] = useState(props.live);
@@ -160,11 +239,29 @@ function DatasetView(props: DatasetProps): VNode<any> {
     api.events(experimentId, datasetId).then((list) => setEvents((held) => mergeEvents(list, held)), () => undefined);
   }, [api, experimentId, datasetId]);
 
+  useEffect(() => {
+    if (!props.narrow) return;
+    let current = true;
+    api.imports({ datasetId }).then(
+      (list) => current && setLogImport(list[0]),
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, datasetId, props.narrow]);
+
   const names = useMemo(() => new Set((channels ?? []).map((c) => c.hypertableColName)), [channels]);
+  // Which signals draw the track and the band: HEARTBEAT and GLOBAL_POSITION_INT, or a log's own.
+  const sources = useMemo(() => flightSources(props.kind, channels ?? [], logImport?.metadata), [channels, logImport, props.kind.codec, props.kind.format]);
+  const flightSignals = useMemo(() => {
+    const { track, modes } = sourceSignals(sources);
+    return [...track, ...modes];
+  }, [sources]);
   // The flight view reads what the dataset has stored: a signal never stored is not_found to Query and Follow.
-  const flightIds = useMemo(() => (props.narrow ? FLIGHT_CHANNELS.filter((id) => names.has(id)) : []), [names, props.narrow]);
+  const flightIds = useMemo(() => (props.narrow ? flightSignals.filter((id) => names.has(id)) : []), [names, props.narrow, flightSignals]);
   // A flight that just began may not have sent a position or a heartbeat yet: look again until it has.
-  const flightMissing = props.narrow && liveMode && channels !== undefined && flightIds.length < FLIGHT_CHANNELS.length;
+  const flightMissing = props.narrow && liveMode && channels !== undefined && flightIds.length < flightSignals.length;
   useEffect(() => {
     if (!flightMissing) return;
     const timer = setInterval(() => void readChannels(), LIST_REFRESH_MS);
@@ -196,7 +293,7 @@ function DatasetView(props: DatasetProps): VNode<any> {
   // One stream for the open dataset: live, the plotted channels and the flight view's (Follow takes any
   // signal of the dialect, stored yet or not, so the track starts with the first fix); otherwise none,
   // for the events and command changes alone (the command log is kept current by it either way).
-  const flightFollowed = props.narrow ? FLIGHT_CHANNELS : [];
+  const flightFollowed = props.narrow ? flightSignals : [];
   const followIds = liveMode ? [...new Set([...selected.map(queryChannelId), ...flightFollowed])] : [];
   const follow = useFollow(api, {
     experimentId,
@@ -221,8 +318,8 @@ function DatasetView(props: DatasetProps): VNode<any> {
 
   const groups = useMemo(() => groupChannels(channels ?? [], filter), [channels, filter]);
   // A command's relTime counts from the dataset's first sample: its span's start.
-  const origin = span?.from;
-  const marks = useMemo(() => marksOf(events, commands, origin), [events, commands, origin]);
+  const firstSample = span?.from;
+  const marks = useMemo(() => marksOf(events, commands, firstSample), [events, commands, firstSample]);
   // Named as the channel list names them: a rule on a wide dataset names its channel by index.
   const limits = useMemo(() => {
     const byId = new Map((channels ?? []).map((c) => [queryChannelId(c), c]));
@@ -257,49 +354,112 @@ function DatasetView(props: DatasetProps): VNode<any> {
     }
   };
 
+  // Telemetry or parameters (a narrow flight's), in the page's address so a link can open either.
+  const panel = props.narrow ? location.panel : undefined;
+  const showPanel = (next: ConsoleLocation['panel']) => navigate({ ...location, panel: next }, true);
+  // Read when first shown, then kept (hidden) while the telemetry is: a comparison chosen survives a look at the plots.
+  const parametersShown = useRef(false);
+  if (panel === 'parameters') parametersShown.current = true;
+  const facts = useMemo(
+    () => (logImport ? [...logFacts(logImport.metadata), ...(logImport.fileName ? [{ label: 'Imported from', value: logImport.fileName }] : [])] : []),
+    [logImport],
+  );
   // Memoized as one component vnode: a live frame re-renders this view, and a MAVLink flight's hundreds
   // of channel rows need not be compared again each time.
   const channelList = useMemo(
-    () => h(ChannelList, { name: props.datasetName, narrow: props.narrow, span, live: datasetLive, channels, groups, filter, setFilter, error, location, toggle, telemetryNeed }),
-    [span, datasetLive, channels, groups, filter, error, location],
+    () =>
+      h(ChannelList, {
+        name: props.datasetName,
+        narrow: props.narrow,
+        span,
+        live: datasetLive,
+        facts,
+        tabs: props.narrow ? h(PanelTabs, { panel, onPanel: showPanel }) : null,
+        channels,
+        groups,
+        filter,
+        setFilter,
+        error,
+        location,
+        toggle,
+        telemetryNeed,
+      }),
+    [span, datasetLive, facts, channels, groups, filter, error, location],
   );
-
   return h('div', { class: 'dataset' }, [
     channelList,
     h('div', { class: 'workspace' }, [
-      h(LimitBanner, { limits: store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits }),
-      datasetLive && canTelemetry
-        ? h(LiveBar, { follow, liveMode, head, channels: followIds.length, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) })
+      parametersShown.current
+        ? h(
+            'div',
+            { role: 'tabpanel', id: 'panel-parameters', 'aria-labelledby': 'tab-parameters', hidden: panel !== 'parameters' },
+            h(ParametersView, { api, experimentId, datasetId, datasetName: props.datasetName, flights: props.flights }),
+          )
         : null,
-      selected.length > 0
-        ? h('div', { class: 'export' }, [
-            h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'),
-            telemetryNeed.note,
-            exporting ? h('span', { role: 'status', class: 'muted' }, ` ${exporting}`) : null,
-          ])
-        : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
-      selected.length > 0
-        ? h(Plot, {
-            api,
-            experimentId,
-            datasetId,
-            channels: selected,
-            window: liveMode ? liveWindow : window,
-            onWindow: setWindow,
-            marks,
-            limits,
-            limitsNow: head,
-            live,
-            liveDataset: datasetLive,
-            onCursor: setCursor,
-            onSpan: (s: PlotWindow) => setSpan((known) => known ?? s),
-            onAxis: setAxis,
-          })
-        : null,
-      props.narrow ? h(FlightView, { api, experimentId, datasetId, channelIds: flightIds, window: liveMode ? liveWindow : window, cursor, axis: selected.length > 0 ? axis : undefined, live }) : null,
-      h(CommandsPanel, { api, session, experimentId, datasetId, origin, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
+      h('div', { role: props.narrow ? 'tabpanel' : undefined, id: 'panel-telemetry', 'aria-labelledby': props.narrow ? 'tab-telemetry' : undefined, hidden: panel === 'parameters' }, [
+        h(LimitBanner, { limits: store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits }),
+        datasetLive && canTelemetry
+          ? h(LiveBar, { follow, liveMode, head, channels: followIds.length, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) })
+          : null,
+        selected.length > 0
+          ? h('div', { class: 'export' }, [
+              h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'),
+              telemetryNeed.note,
+              exporting ? h('span', { role: 'status', class: 'muted' }, ` ${exporting}`) : null,
+            ])
+          : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
+        selected.length > 0
+          ? h(Plot, {
+              api,
+              experimentId,
+              datasetId,
+              channels: selected,
+              window: liveMode ? liveWindow : window,
+              onWindow: setWindow,
+              marks,
+              limits,
+              limitsNow: head,
+              live,
+              liveDataset: datasetLive,
+              onCursor: setCursor,
+              onSpan: (s: PlotWindow) => setSpan((known) => known ?? s),
+              onAxis: setAxis,
+            })
+          : null,
+        props.narrow ? h(FlightView, { api, experimentId, datasetId, sources, channelIds: flightIds, window: liveMode ? liveWindow : window, cursor, axis: selected.length > 0 ? axis : undefined, live }) : null,
+        // A vehicle's log is a flight that ended: nothing to arm or command.
+        isLogDataset(props.kind) ? null : h(CommandsPanel, { api, session, experimentId, datasetId, origin: firstSample, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
+      ]),
     ]),
   ]);
+}
+
+const PANELS = [
+  { panel: undefined, id: 'telemetry', label: 'Telemetry' },
+  { panel: 'parameters', id: 'parameters', label: 'Parameters' },
+] as const;
+
+/** Telemetry or parameters: a tab list (arrow keys move between the tabs, as the ARIA pattern has it). */
+function PanelTabs(props: { panel: ConsoleLocation['panel']; onPanel: (panel: ConsoleLocation['panel']) => void }): VNode<any> {
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+    e.preventDefault();
+    const next = PANELS.find((p) => p.panel !== props.panel)!;
+    props.onPanel(next.panel);
+    document.getElementById(`tab-${next.id}`)?.focus();
+  };
+  return h(
+    'div',
+    { role: 'tablist', 'aria-label': "The flight's views", class: 'panel-tabs', onKeyDown },
+    PANELS.map((p) => {
+      const selected = p.panel === props.panel;
+      return h(
+        'button',
+        { type: 'button', role: 'tab', id: `tab-${p.id}`, 'aria-selected': String(selected), 'aria-controls': `panel-${p.id}`, tabIndex: selected ? 0 : -1, onClick: () => props.onPanel(p.panel) },
+        p.label,
+      );
+    }),
+  );
 }
 
 /**
@@ -333,6 +493,10 @@ interface ChannelListProps {
   name: string;
   narrow: boolean;
   span: PlotWindow | undefined;
+  /** What an imported log says of the vehicle (system, hardware, software, firmware). */
+  facts: LogFact[];
+  /** The flight's views (telemetry, parameters), under its name. */
+  tabs: VNode<any> | null;
   /** Streaming: the span's end is now, not what it was when the view opened. */
   live: boolean;
   channels: Channel[] | undefined;
@@ -352,6 +516,14 @@ function ChannelList(props: ChannelListProps): VNode<any> {
     props.span
       ? h('p', { class: 'muted', 'data-testid': 'dataset-span' }, `${formatIso(new Date(props.span.from * 1000).toISOString())} → ${props.live ? 'streaming' : formatIso(new Date(props.span.to * 1000).toISOString())}`)
       : null,
+    props.facts.length > 0
+      ? h(
+          'dl',
+          { class: 'log-facts', 'aria-label': 'The vehicle, as its log describes it' },
+          props.facts.flatMap((f) => [h('dt', { key: `t${f.label}` }, f.label), h('dd', { key: `d${f.label}`, 'data-fact': f.label }, f.value)]),
+        )
+      : null,
+    props.tabs,
     h('label', { for: 'channel-filter' }, 'Filter channels'),
     h('input', { id: 'channel-filter', type: 'search', value: filter, placeholder: props.narrow ? 'e.g. attitude roll' : 'name, unit or type', onInput: (e: Event) => props.setFilter((e.target as HTMLInputElement).value) }),
     props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
@@ -375,7 +547,7 @@ function ChannelList(props: ChannelListProps): VNode<any> {
                     disabled: telemetryNeed.disabled || !plottable(c),
                     onChange: (e: Event) => props.toggle(c.hypertableColName, (e.target as HTMLInputElement).checked),
                   }),
-                  ` ${g.message ? c.name.slice(`mavlink.${g.message}.`.length) : c.name}`,
+                  ` ${g.message ? fieldOf(c.name) : c.name}`,
                 ]),
                 h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`),
               ]),

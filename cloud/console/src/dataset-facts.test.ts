@@ -27,6 +27,8 @@ describe("a flight's facts in the list", () => {
       ['frames', '23,894 frames'],
     ]);
     expect(factsOf({ ...flight, first: null, last: null, frames: 1, vehicle: null }).map((f) => f.text)).toEqual(['1 frame']);
+    // A flight imported from a vehicle's own log holds its messages.
+    expect(factsOf({ ...flight, first: null, last: null, frames: 14_604, vehicle: null }, true).map((f) => f.text)).toEqual(['14,604 messages']);
     expect(factsOf({ ...flight, frames: null, samples: 27, vehicle: null }).map((f) => f.fact)).toEqual(['date', 'duration', 'samples']);
   });
 });

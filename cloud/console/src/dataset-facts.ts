@@ -29,13 +29,16 @@ export function formatDuration(seconds: number): string {
   return `${Math.floor(whole / 3600)} h ${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')} min`;
 }
 
-/** `23,894 frames`, `1 frame`, `27 samples`. */
-export function formatCount(n: number, unit: 'frame' | 'sample'): string {
+/** `23,894 frames`, `1 frame`, `27 samples`, `14,604 messages`. */
+export function formatCount(n: number, unit: 'frame' | 'sample' | 'message'): string {
   return `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-/** The facts of one summary, in the order the list shows them; a fact not known yet is left out. */
-export function factsOf(s: DatasetSummary): Array<{ fact: 'date' | 'duration' | 'vehicle' | 'autopilot' | 'frames' | 'samples'; text: string; title: string }> {
+/**
+ * The facts of one summary, in the order the list shows them; a fact not known yet is left out. A flight
+ * imported from a vehicle's own log (`log`) stored log messages, not MAVLink frames, as its rows.
+ */
+export function factsOf(s: DatasetSummary, log = false): Array<{ fact: 'date' | 'duration' | 'vehicle' | 'autopilot' | 'frames' | 'samples'; text: string; title: string }> {
   const facts: ReturnType<typeof factsOf> = [];
   if (s.first && s.last) {
     facts.push({ fact: 'date', text: formatStart(s.first), title: `first sample ${s.first}` });
@@ -45,15 +48,15 @@ export function factsOf(s: DatasetSummary): Array<{ fact: 'date' | 'duration' | 
     facts.push({ fact: 'vehicle', text: s.vehicle.type, title: `MAV_TYPE ${s.vehicle.mavType}` });
     facts.push({ fact: 'autopilot', text: s.vehicle.autopilot, title: `MAV_AUTOPILOT ${s.vehicle.mavAutopilot}` });
   }
-  if (s.frames !== null) facts.push({ fact: 'frames', text: formatCount(s.frames, 'frame'), title: 'MAVLink frames stored' });
+  if (s.frames !== null) facts.push({ fact: 'frames', text: formatCount(s.frames, log ? 'message' : 'frame'), title: log ? 'log messages stored' : 'MAVLink frames stored' });
   if (s.samples !== null) facts.push({ fact: 'samples', text: formatCount(s.samples, 'sample'), title: 'numeric samples stored' });
   return facts;
 }
 
-export function DatasetFacts(props: { summary: DatasetSummary | undefined }): VNode<any> | null {
+export function DatasetFacts(props: { summary: DatasetSummary | undefined; log?: boolean }): VNode<any> | null {
   const { summary } = props;
   if (!summary) return null;
-  const facts = factsOf(summary);
+  const facts = factsOf(summary, props.log);
   if (facts.length === 0) return h('div', { class: 'dataset-facts muted' }, 'no data yet');
   // Two lines that each read whole in a narrow list: when (date, duration), then what (vehicle, autopilot, size).
   const line = (kinds: readonly string[]) => facts.filter((f) => kinds.includes(f.fact)).map((f) => h('span', { key: f.fact, 'data-fact': f.fact, title: f.title }, f.text));
@@ -63,16 +66,19 @@ export function DatasetFacts(props: { summary: DatasetSummary | undefined }): VN
   ]);
 }
 
+const NONE_FINISHED: ReadonlySet<string> = new Set();
+
 /**
  * The summaries of every listed dataset, by id. Each is read once, and again when the list reports newer
  * telemetry for it (its `lastDataAt`, set while it streams; at most every LIVE_REREAD_MS), so a finished
- * flight costs one request per page.
+ * flight costs one request per page. `finished` names flights whose import this page saw end: one listed
+ * while its log was still being read is read again then.
  */
-export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[] | undefined): ReadonlyMap<string, DatasetSummary> {
+export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[] | undefined, finished: ReadonlySet<string> = NONE_FINISHED): ReadonlyMap<string, DatasetSummary> {
   const [summaries, setSummaries] = useState<ReadonlyMap<string, DatasetSummary>>(new Map());
-  // What was asked for each dataset (its lastDataAt when asked, and when), so nothing is read twice for one
-  // state, and a streaming flight at most every LIVE_REREAD_MS.
-  const asked = useRef(new Map<string, { stamp: string; at: number }>());
+  // What was asked for each dataset (its lastDataAt when asked, and when, and whether it was known
+  // finished), so nothing is read twice for one state, and a streaming flight at most every LIVE_REREAD_MS.
+  const asked = useRef(new Map<string, { stamp: string; at: number; finished: boolean }>());
   useEffect(() => {
     const wanted: Array<{ experimentId: string; datasetId: string; stamp: string }> = [];
     const now = Date.now();
@@ -80,8 +86,9 @@ export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[]
       for (const d of e.datasets) {
         const stamp = d.lastDataAt ?? '';
         const before = asked.current.get(d.id);
-        if (before && (before.stamp === stamp || now - before.at < LIVE_REREAD_MS)) continue;
-        asked.current.set(d.id, { stamp, at: now });
+        const done = finished.has(d.id);
+        if (before && (before.stamp === stamp || now - before.at < LIVE_REREAD_MS) && (before.finished || !done)) continue;
+        asked.current.set(d.id, { stamp, at: now, finished: done });
         wanted.push({ experimentId: e.id, datasetId: d.id, stamp });
       }
     }
@@ -100,6 +107,6 @@ export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[]
       }
     };
     for (let i = 0; i < Math.min(PARALLEL, wanted.length); i++) void worker();
-  }, [api, experiments]);
+  }, [api, experiments, finished]);
   return summaries;
 }

@@ -2,21 +2,16 @@ import { h, type VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi, QuerySeries } from './api.ts';
 import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
-import { heartbeatSpans } from './heartbeat.ts';
 import { joinTail, valuesAt, type LiveSeries } from './live.ts';
+import { sourceSignals, sourceSpans, type FlightSources } from './log-flight.ts';
 import { ModeBand } from './mode-band.ts';
 import type { PlotAxis, PlotWindow } from './plot.ts';
 
-const LAT = 'mavlink.GLOBAL_POSITION_INT.lat';
-const LON = 'mavlink.GLOBAL_POSITION_INT.lon';
-// Which component a HEARTBEAT is from and what it says: the band follows the vehicle's autopilot alone (heartbeat.ts).
-const HB = ['mavlink.HEARTBEAT.type', 'mavlink.HEARTBEAT.autopilot', 'mavlink.HEARTBEAT.base_mode', 'mavlink.HEARTBEAT.custom_mode'];
-/** What the flight view reads; a live view follows these whole (the track and band show the flight so far). */
-export const FLIGHT_CHANNELS = [LAT, LON, ...HB];
 // Enough for a long flight's track to arrive whole; a path is drawn, not pixels per point.
 const MAX_POINTS = 20_000;
-// HEARTBEATs are joined field by field, which needs every one of them, not a downsampled few: Query's
-// most per channel, 14 hours of an autopilot and a companion at 1 Hz each.
+// The band's signals (HEARTBEAT fields, a log's mode and arming messages) are joined sample by sample,
+// which needs every one of them, not a downsampled few: Query's most per channel, 14 hours of an
+// autopilot and a companion at 1 Hz each.
 const MAX_HEARTBEATS = 100_000;
 const SIZE = 320;
 const NONE = { times: [], values: [] };
@@ -25,22 +20,28 @@ interface Props {
   api: ConsoleApi;
   experimentId: string;
   datasetId: string;
-  /** Those of FLIGHT_CHANNELS the dataset has stored (Query and Follow answer not_found for a signal never stored). */
+  /** Which signals give the track and the band (log-flight.ts): GLOBAL_POSITION_INT and HEARTBEAT, or a log's own. */
+  sources: FlightSources;
+  /** Those of the sources' signals the dataset has stored (Query and Follow answer not_found for a signal never stored). */
   channelIds: string[];
   window: PlotWindow | undefined;
   cursor: number | undefined;
   /** The plots' time axis when plots are shown: the band is drawn on it, under them. */
   axis: PlotAxis | undefined;
-  /** While following live: the stream's samples of FLIGHT_CHANNELS, continuing what was read when following began. */
+  /** While following live: the stream's samples of the sources' signals, continuing what was read when following began. */
   live?: { series: ReadonlyMap<string, LiveSeries>; frame: number };
 }
 
-/** GPS track in local metres with a marker at the plot cursor, and the flight mode / armed band from HEARTBEAT. */
+/** GPS track in local metres with a marker at the plot cursor, and the flight mode / armed band (HEARTBEAT, or the log's own mode). */
 export function FlightView(props: Props): VNode<any> {
   const [read, setRead] = useState<Map<string, QuerySeries> | undefined>();
   const [error, setError] = useState('');
   const following = props.live !== undefined;
   const channelKey = props.channelIds.join('\n');
+  // By content: a log's sources are made again when its metadata arrives, mostly with the same signals.
+  const sourcesKey = JSON.stringify(props.sources);
+  const signals = useMemo(() => sourceSignals(props.sources), [sourcesKey]);
+  const all = useMemo(() => [...signals.track, ...signals.modes], [signals]);
 
   // The flight so far, read again when following starts or stops: live, the stream continues it.
   useEffect(() => {
@@ -51,41 +52,46 @@ export function FlightView(props: Props): VNode<any> {
         : props.api
             .query({ experimentId: props.experimentId, datasetId: props.datasetId, channelIds, maxPointsPerChannel })
             .then(({ series }) => series.map((s, i) => [channelIds[i]!, s] as const));
-    const heartbeat = props.channelIds.filter((id) => HB.includes(id));
-    Promise.all([read(props.channelIds.filter((id) => !HB.includes(id)), MAX_POINTS), read(heartbeat, MAX_HEARTBEATS)])
-      .then(([track, hb]) => current && setRead(new Map([...track, ...hb])))
+    const stored = (ids: string[]) => ids.filter((id) => props.channelIds.includes(id));
+    Promise.all([read(stored(signals.track), MAX_POINTS), read(stored(signals.modes), MAX_HEARTBEATS)])
+      .then(([track, modes]) => current && setRead(new Map([...track, ...modes])))
       .catch((e: unknown) => current && setError(e instanceof Error ? e.message : String(e)));
     return () => {
       current = false;
     };
-  }, [props.api, props.experimentId, props.datasetId, following, channelKey]);
+  }, [props.api, props.experimentId, props.datasetId, following, channelKey, all.join('\n')]);
 
   // Joined again only when a flight channel gained samples, not on every frame of the plots.
-  const grown = FLIGHT_CHANNELS.map((id) => {
-    const s = props.live?.series.get(id);
-    return s ? `${s.times.length}:${s.times[s.times.length - 1]}` : '';
-  }).join();
-  const series = useMemo(() => read && FLIGHT_CHANNELS.map((id) => joinTail(read.get(id) ?? NONE, props.live?.series.get(id))), [read, props.live?.series, grown]);
-  // Rebuilt when a fix or a heartbeat was added, not on every frame.
-  const [lat, lon, type, autopilot, base, custom] = series ?? [];
+  const grown = all
+    .map((id) => {
+      const s = props.live?.series.get(id);
+      return s ? `${s.times.length}:${s.times[s.times.length - 1]}` : '';
+    })
+    .join();
+  const series = useMemo(() => read && new Map(all.map((id) => [id, joinTail(read.get(id) ?? NONE, props.live?.series.get(id))])), [read, props.live?.series, grown]);
+  // Rebuilt when a fix or a mode sample was added, not on every frame.
+  const source = props.sources.track;
+  const lat = source && series?.get(source.lat);
+  const lon = source && series?.get(source.lon);
   const track = useMemo(
-    () => lat && lon && localTrack(lat.times, lat.values, valuesAt(lat.times, lon.times, lon.values)),
+    () => source && lat && lon && localTrack(lat.times, lat.values, valuesAt(lat.times, lon.times, lon.values), source.unitsPerDegree),
     [lat?.times.length, lat?.times[lat.times.length - 1], read],
   );
+  const first = signals.modes[0] === undefined ? undefined : series?.get(signals.modes[0]);
   const { spans, range } = useMemo(() => {
-    if (!series || !type || !autopilot || !base || !custom) return { spans: [], range: undefined };
+    if (!series || !props.sources.modes) return { spans: [], range: undefined };
     let start = Infinity;
     let end = 0;
-    for (const s of series) {
+    for (const s of series.values()) {
       if (s.times.length === 0) continue;
       start = Math.min(start, s.times[0]!);
       end = Math.max(end, s.times[s.times.length - 1]!);
     }
     return {
-      spans: heartbeatSpans(type, autopilot, base, custom, end),
+      spans: sourceSpans(props.sources.modes, (id) => series.get(id), end),
       range: start < end ? { from: start, to: end } : undefined,
     };
-  }, [type?.times.length, type?.times[type.times.length - 1], read]);
+  }, [first?.times.length, first?.times[first.times.length - 1], read, sourcesKey]);
 
   const geometry = useMemo(() => {
     if (!track || track.x.length === 0) return undefined;
@@ -120,11 +126,12 @@ export function FlightView(props: Props): VNode<any> {
   return h('section', { class: 'flight', 'aria-label': 'Flight' }, [
     h('h3', null, 'Flight'),
     error ? h('p', { class: 'error', role: 'alert' }, `Flight data unavailable: ${error}`) : null,
-    track && track.x.length === 0 ? h('p', { class: 'muted' }, 'No GPS fix in GLOBAL_POSITION_INT.') : null,
+    read && !source ? h('p', { class: 'muted', 'data-testid': 'no-position' }, 'No position in this log (no global position or GPS message).') : null,
+    source && track && track.x.length === 0 ? h('p', { class: 'muted', 'data-testid': 'no-position' }, `No GPS fix in ${source.label}.`) : null,
     band && band.to > band.from && spans.length > 0 ? h(ModeBand, { spans, range: band, axis: props.axis, end: range?.to }) : null,
     geometry
       ? h('figure', { class: 'track' }, [
-          h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length }, [
+          h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track from ${source!.label}, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length, 'data-source': source!.label }, [
             h('rect', { x: 0, y: 0, width: SIZE, height: SIZE, class: 'track-bg' }),
             h('path', { d: geometry.d, class: 'track-path' }),
             // A scale bar and north: without map tiles, they are what tells the track's size and heading.

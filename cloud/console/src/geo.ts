@@ -12,11 +12,12 @@ export interface LocalTrack {
 }
 
 /**
- * `lat`/`lon` as GLOBAL_POSITION_INT carries them (degrees × 1e7), sampled at `times`. A (0, 0) fix is
- * the autopilot's "no position" and is skipped; so are non-finite samples.
+ * `lat`/`lon` sampled at `times`, `unitsPerDegree` to a degree: 1e7 as GLOBAL_POSITION_INT and older PX4
+ * logs carry them (degrees × 1e7), 1 for a log's float degrees. A (0, 0) fix is the autopilot's "no
+ * position" and is skipped; so are non-finite samples.
  */
-export function localTrack(times: ArrayLike<number>, latE7: ArrayLike<number>, lonE7: ArrayLike<number>): LocalTrack {
-  const n = Math.min(times.length, latE7.length, lonE7.length);
+export function localTrack(times: ArrayLike<number>, latUnits: ArrayLike<number>, lonUnits: ArrayLike<number>, unitsPerDegree = 1e7): LocalTrack {
+  const n = Math.min(times.length, latUnits.length, lonUnits.length);
   const xs: number[] = [];
   const ys: number[] = [];
   const ts: number[] = [];
@@ -24,8 +25,8 @@ export function localTrack(times: ArrayLike<number>, latE7: ArrayLike<number>, l
   let lon0 = NaN;
   let cosLat0 = 1;
   for (let i = 0; i < n; i++) {
-    const lat = latE7[i]! / 1e7;
-    const lon = lonE7[i]! / 1e7;
+    const lat = latUnits[i]! / unitsPerDegree;
+    const lon = lonUnits[i]! / unitsPerDegree;
     if (!Number.isFinite(lat) || !Number.isFinite(lon) || (lat === 0 && lon === 0) || Math.abs(lat) > 90 || Math.abs(lon) > 180) continue;
     if (Number.isNaN(lat0)) {
       lat0 = lat;

@@ -529,7 +529,7 @@ function Readout(props: { at: ReadoutAt; panes: PaneData[] }): VNode<any> {
           const display = displayUnit(p.channel.unit);
           const raw = readingAt(p.series.times, p.series.values, at.t);
           return h('tr', { key: p.channel.hypertableColName, 'data-channel': p.channel.hypertableColName }, [
-            h('th', { scope: 'row' }, [h('span', { class: 'readout-swatch', style: { background: COLORS[i % COLORS.length] } }), p.channel.name.replace(/^mavlink\./, '')]),
+            h('th', { scope: 'row' }, [h('span', { class: 'readout-swatch', style: { background: COLORS[i % COLORS.length] } }), p.channel.name.replace(/^(mavlink|ulog|dataflash)\./, '')]),
             h('td', null, raw === undefined ? 'no sample' : formatValue(raw * display.scale, display.decimals)),
             h('td', null, raw === undefined ? '' : display.unit),
           ]);
@@ -599,6 +599,7 @@ function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }):
           class: `mark mark-${m.kind}`,
           'data-kind': m.kind,
           'data-event': m.event,
+          'data-severity': m.severity,
           style: { left: `${at(m.t)}px`, background: markColour(m) },
           'aria-label': `${formatUtc(m.t)} UTC ${m.label}`,
           onMouseEnter: () => setHover(i),
@@ -630,7 +631,7 @@ function MarkLegend(props: { marks: TimelineMark[] }): VNode<any> | null {
   if (entries.size === 0) return null;
   return h('ul', { class: 'mark-legend', 'data-testid': 'mark-legend' }, [
     ...[...entries.values()].map((e) =>
-      h('li', { 'data-kind': e.mark.kind, 'data-event': e.mark.event }, [
+      h('li', { 'data-kind': e.mark.kind, 'data-event': e.mark.event, 'data-severity': e.mark.severity }, [
         h('span', { class: `mark-swatch mark-${e.mark.kind}`, 'aria-hidden': 'true', style: { background: markColour(e.mark) } }),
         `${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`,
       ]),

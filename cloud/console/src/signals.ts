@@ -1,16 +1,34 @@
-import type { Channel } from '@sortie/contracts';
+import { parseLogSignalName, type Channel } from '@sortie/contracts';
 
 export interface ChannelGroup {
-  /** The MAVLink message (`ATTITUDE`), or '' for a wide dataset's plain channels. */
+  /**
+   * The MAVLink message (`ATTITUDE`), a log's topic or message with its instance (`vehicle_attitude`,
+   * `actuator_outputs[1]`, `IMU[1]`), or '' for a wide dataset's plain channels.
+   */
   message: string;
   channels: Channel[];
 }
 
 const SIGNAL = /^mavlink\.([A-Z][A-Z0-9_]*)\./;
 
+/** The message a signal belongs to (see ChannelGroup), or '' for a plain channel. */
+function messageOf(name: string): string {
+  const mavlink = SIGNAL.exec(name);
+  if (mavlink) return mavlink[1]!;
+  const log = parseLogSignalName(name);
+  return log ? `${log.message}${log.instance === 0 ? '' : `[${log.instance}]`}` : '';
+}
+
+/** A signal's name within its group: `roll` of `mavlink.ATTITUDE.roll`, `q[0]` of `ulog.vehicle_attitude.q[0]`. */
+export function fieldOf(name: string): string {
+  const mavlink = SIGNAL.exec(name);
+  if (mavlink) return name.slice(mavlink[0].length);
+  return parseLogSignalName(name)?.field ?? name;
+}
+
 /**
- * A MAVLink flight has hundreds of signals: grouped by message, in message order, keeping only those
- * whose name, unit or type contains every word of the filter (case-insensitive).
+ * A flight has hundreds of signals: grouped by message (MAVLink message, log topic or message), in message
+ * order, keeping only those whose name, unit or type contains every word of the filter (case-insensitive).
  */
 export function groupChannels(channels: readonly Channel[], filter: string): ChannelGroup[] {
   const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
@@ -18,7 +36,7 @@ export function groupChannels(channels: readonly Channel[], filter: string): Cha
   for (const channel of channels) {
     const haystack = `${channel.name} ${channel.unit} ${channel.dataType}`.toLowerCase();
     if (!words.every((w) => haystack.includes(w))) continue;
-    const message = SIGNAL.exec(channel.name)?.[1] ?? '';
+    const message = messageOf(channel.name);
     let list = groups.get(message);
     if (!list) groups.set(message, (list = []));
     list.push(channel);

@@ -8,6 +8,8 @@ export interface ConsoleLocation {
   experimentId?: string;
   datasetId?: string;
   channels: string[];
+  /** What the flight's page shows: its telemetry (plots, track, band, commands; the default) or its parameters. */
+  panel?: 'parameters';
   /** Visible window in Unix seconds; absent: the dataset's whole span. */
   from?: number;
   to?: number;
@@ -30,6 +32,7 @@ export function parseLocation(search: string): ConsoleLocation {
     experimentId: params.get('experiment') ?? undefined,
     datasetId: params.get('dataset') ?? undefined,
     channels: params.getAll('channel').filter((c) => c.length > 0),
+    ...(params.get('panel') === 'parameters' && { panel: 'parameters' as const }),
     ...window,
   };
 }
@@ -40,6 +43,7 @@ export function formatLocation(location: ConsoleLocation): string {
   if (location.experimentId) params.set('experiment', location.experimentId);
   if (location.datasetId) params.set('dataset', location.datasetId);
   for (const channel of location.channels) params.append('channel', channel);
+  if (location.panel) params.set('panel', location.panel);
   if (location.from !== undefined && location.to !== undefined) {
     // Whole milliseconds, rounded as the Query and export requests round them, so a shared link asks for the same window.
     params.set('from', new Date(Math.round(location.from * 1000)).toISOString());
