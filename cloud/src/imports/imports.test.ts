@@ -85,7 +85,8 @@ async function storedDigests(datasetId: string): Promise<Map<string, { count: nu
       const field = c.signal.replace(/^(ulog|dataflash)\.[A-Za-z0-9_]+(\[\d+\])?\./, '');
       fields.set(field, sha(values));
     });
-    out.set(table.message, { count: rows.rows.length, timestamps: sha(rows.rows.map((r) => String(r.boot))), fields });
+    // A message logged with timestamp 0 (not set) is stored without a boot time (log-file.ts): NULL is that 0.
+    out.set(table.message, { count: rows.rows.length, timestamps: sha(rows.rows.map((r) => String(r.boot ?? 0))), fields });
   }
   return out;
 }
@@ -166,6 +167,9 @@ describe('PX4 ULog', () => {
     expect(small.report.timeSource).toBe('gps');
     // The flight's own log path says when it was recorded: /fs/microsd/log/2021-04-21/06_30_58.ulg (UTC).
     expect(small.report.start.slice(0, 10)).toBe('2021-04-21');
+    // The SITL log's messages logged with timestamp 0 (not set) do not pull its start back to 1970.
+    const events = r.find((i) => i.fileName === 'sample_px4_events.ulg')!;
+    expect(events.report.start.slice(0, 10)).toBe('2024-03-18');
   });
 
   it('answers the flight it made when the same file comes again, and stores nothing twice', async () => {

@@ -25,6 +25,7 @@ export async function findLogClock(path: string, makeParser: (sink: LogSink) => 
   const sink: LogSink = {
     type: noop,
     data: (_id, bootUs) => {
+      if (bootUs <= 0) return; // not set (see importLogFile)
       if (firstBootUs === undefined || bootUs < firstBootUs) firstBootUs = bootUs;
       if (lastBootUs === undefined || bootUs > lastBootUs) lastBootUs = bootUs;
     },
@@ -71,6 +72,10 @@ export async function importLogFile(options: {
   const { writer, findings, offsetUs, gps, namespace } = options;
   const layouts: Array<ReturnType<typeof logTableLayout>> = [];
   let frameSeq = 0;
+  // A message logged with timestamp 0 has no time (PX4 publishes some before their first sample): it
+  // keeps no boot time (NULL, so no boot session sees its clock jump to zero) and is placed at the time
+  // of the message before it, or the log's first time.
+  let lastBootUs = findings.firstBootUs ?? 0;
   const sink: LogSink = {
     type(type: LogMessageType) {
       const label = type.instance === 0 ? type.name : `${type.name}[${type.instance}]`;
@@ -80,22 +85,24 @@ export async function importLogFile(options: {
     data(typeId: number, bootUs: number, values: readonly LogValue[]) {
       const layout = layouts[typeId]!;
       frameSeq++;
-      const unixUs = bootUs + offsetUs;
+      const timed = bootUs > 0;
+      if (timed) lastBootUs = bootUs;
+      const unixUs = lastBootUs + offsetUs;
       // With GPS time a row is on UTC itself (time_source gps); without, on its boot clock, placed by the
       // receive time the fallback gives it (alignment then shifts boot time by that offset).
-      writer.batch.addLogRow(layout, frameSeq, unixUs, bootUs, gps ? unixUs : NaN, gps ? offsetUs : NaN, values);
+      writer.batch.addLogRow(layout, frameSeq, unixUs, timed ? bootUs : NaN, gps ? unixUs : NaN, gps ? offsetUs : NaN, values);
       findings.message(typeId, unixUs);
     },
     text(bootUs: number | null, level: LogLevel, text: string, source: string, data?: Record<string, unknown>) {
       findings.event({
-        timeUs: (bootUs ?? findings.firstBootUs ?? 0) + offsetUs,
+        timeUs: (bootUs !== null && bootUs > 0 ? bootUs : lastBootUs) + offsetUs,
         kind: 'LOG',
         message: text,
         data: { source, level, severity: SEVERITY[level] ?? 'info', ...(bootUs === null ? { untimed: true } : {}), ...data },
       });
     },
     param(bootUs: number | null, name: string, value: number) {
-      findings.parameter(name, value, bootUs, bootUs === null ? null : bootUs + offsetUs);
+      findings.parameter(name, value, bootUs, bootUs === null ? null : (bootUs > 0 ? bootUs : lastBootUs) + offsetUs);
     },
     info(key: string, value: string | number) {
       findings.info(key, value);
