@@ -12,6 +12,7 @@ import { defineConfig } from 'vitest/config';
  * .ci/run (`deno task start`).
  */
 const pureTests = [
+  'cloud/src/imports/formats/clock-only.test.ts',
   // contracts: every test but the generator check, which runs scripts/generate.ts (buf) as a Node child.
   'contracts/src/**/*.test.ts',
   'cloud/console/src/console-logic.test.ts',

@@ -27,7 +27,9 @@ import { writeBehind } from '../src/imports/log-file.ts';
 import { logTableLayout, openNarrowWriter } from '../src/telemetry/log-import.ts';
 import type { AppContext } from '../src/platform/context.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, createOrgAndKey, ownCpuMs, postgresCpuMs, processCpuMs, startServerProcess, type BenchServer } from './bench-env.ts';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { api, createOrgAndKey, ownCpuMs, processCpuMs, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
 
 const TARGET_MB = Number(process.env.BENCH_IMPORT_MB ?? 500);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -81,15 +83,13 @@ interface Result {
   seconds: number;
   messages: number;
   peakRssMb?: number;
-  /** CPU seconds of the process that parsed and built the rows (the server, or this one), and of PostgreSQL's backends. */
+  /** CPU seconds of the process that parsed and built the rows (the server, or this one). */
   nodeCpu: number;
-  postgresCpu: number;
 }
 
 async function importOverHttp(server: BenchServer, apiKey: string, experimentId: string, path: string, bytes: number, name: string): Promise<Result> {
   writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
   const cpu0 = processCpuMs(server.child.pid!);
-  const pg0 = postgresCpuMs(databaseName);
   const started = performance.now();
   const response = await fetch(`${server.httpUrl}/api/imports/create?${new URLSearchParams({ experimentId, name, fileName: name })}`, {
     method: 'POST',
@@ -100,7 +100,7 @@ async function importOverHttp(server: BenchServer, apiKey: string, experimentId:
   const answer = await response.json();
   const seconds = (performance.now() - started) / 1000;
   if (response.status !== 201) throw new Error(`import answered ${response.status}: ${JSON.stringify(answer)}`);
-  return { seconds, messages: answer.report.messages, peakRssMb: server.peakRssMb(), nodeCpu: (processCpuMs(server.child.pid!) - cpu0) / 1000, postgresCpu: (postgresCpuMs(databaseName) - pg0) / 1000 };
+  return { seconds, messages: answer.report.messages, peakRssMb: server.peakRssMb(), nodeCpu: (processCpuMs(server.child.pid!) - cpu0) / 1000 };
 }
 
 async function directWriter(ctx: AppContext, experimentId: string, organizationId: string, decoded: ReturnType<typeof decodeOnce>, repeats: number, name: string): Promise<Result> {
@@ -109,41 +109,38 @@ async function directWriter(ctx: AppContext, experimentId: string, organizationI
   const dataset = await ctx.db.selectFrom('datasets').selectAll().where('id', '=', datasetId).executeTakeFirstOrThrow();
   const layouts = decoded.types.map((t) => logTableLayout(t.id, t.name, t.fields.map((f) => ({ signal: `ulog.${t.name}${t.instance ? `[${t.instance}]` : ''}.${f.name}`, type: f.type }))));
   const cpu0 = ownCpuMs();
-  const pg0 = postgresCpuMs(databaseName);
   const started = performance.now();
   const writer = await openNarrowWriter(ctx, dataset);
   writer.batch.sysid ??= 1;
   const flush = writeBehind(writer);
   const offset = Date.UTC(2026, 0, 1) * 1000;
   let seq = 0;
-  // BENCH_MONOTONIC: each repetition's boot clock moved on past the one before (no reboots).
-  const span = process.env.BENCH_MONOTONIC ? Math.max(...decoded.rows.map((r) => r.bootUs)) + 1_000_000 : 0;
   for (let r = 0; r < repeats; r++) {
     for (const row of decoded.rows) {
       seq++;
-      const boot = row.bootUs + r * span;
-      const unix = boot + offset;
-      writer.batch.addLogRow(layouts[row.type]!, seq, unix, boot, unix, offset, row.values);
+      const unix = row.bootUs + offset;
+      writer.batch.addLogRow(layouts[row.type]!, seq, unix, row.bootUs, unix, offset, row.values);
       if (writer.staged >= BATCH_ROWS) await flush();
     }
   }
   if (writer.staged > 0) await flush();
   await flush.settled();
-  return { seconds: (performance.now() - started) / 1000, messages: seq, nodeCpu: (ownCpuMs() - cpu0) / 1000, postgresCpu: (postgresCpuMs(databaseName) - pg0) / 1000 };
+  return { seconds: (performance.now() - started) / 1000, messages: seq, nodeCpu: (ownCpuMs() - cpu0) / 1000 };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+// The direct writer runs in this process: with the flags the server runs with (npm start's), or the
+// baseline would pay for a young generation the server does not have (a DataFlash log's small messages
+// cost it twice the CPU without them). Re-run under them when started without.
+const flags = startFlags();
+if (!flags.every((f) => process.execArgv.includes(f))) {
+  const child = spawnSync(process.execPath, [...process.execArgv, ...flags, fileURLToPath(import.meta.url)], { stdio: 'inherit' });
+  process.exit(child.status ?? 1);
+}
+
 const dir = await mkdtemp(join(process.env.BENCH_IMPORT_DIR ?? tmpdir(), 'sortie-bench-import-'));
 const database = await createTestDatabase();
-const databaseName = new URL(database.url).pathname.slice(1);
-if (process.env.BENCH_ASYNC_COMMIT) {
-  const { default: pg } = await import('pg');
-  const admin = new pg.Client({ connectionString: database.url });
-  await admin.connect();
-  await admin.query(`alter database ${databaseName} set synchronous_commit = off`);
-  await admin.end();
-}
 const server = await startServerProcess(database.url, 'info', undefined, { SORTIE_IMPORT_DIR: dir });
 const { apiKey, handle } = await createOrgAndKey(database.url);
 try {
@@ -170,7 +167,7 @@ try {
       const i = imports.at(-1)!;
       const d = direct.at(-1)!;
       console.log(
-        `  run ${run + 1}: import ${(i.messages / i.seconds).toFixed(0)} msg/s ${(file.bytes / 1024 / 1024 / i.seconds).toFixed(1)} MB/s ${i.seconds.toFixed(1)} s, peak RSS ${i.peakRssMb!.toFixed(0)} MB, CPU s server ${i.nodeCpu.toFixed(1)} postgres ${i.postgresCpu.toFixed(1)}; direct writer ${(d.messages / d.seconds).toFixed(0)} msg/s ${d.seconds.toFixed(1)} s, CPU s writer ${d.nodeCpu.toFixed(1)} postgres ${d.postgresCpu.toFixed(1)}`,
+        `  run ${run + 1}: import ${(i.messages / i.seconds).toFixed(0)} msg/s ${(file.bytes / 1024 / 1024 / i.seconds).toFixed(1)} MB/s ${i.seconds.toFixed(1)} s, peak RSS ${i.peakRssMb!.toFixed(0)} MB, server CPU ${i.nodeCpu.toFixed(1)} s; direct writer ${(d.messages / d.seconds).toFixed(0)} msg/s ${d.seconds.toFixed(1)} s, writer CPU ${d.nodeCpu.toFixed(1)} s`,
       );
     }
     const rate = median(imports.map((r) => r.messages / r.seconds));

@@ -8,9 +8,9 @@ import { datasetSpan } from '../telemetry/read.ts';
 import { detectFormat, headHex } from './detect.ts';
 import { ImportFindings, type ImportProgressSink } from './findings.ts';
 import { createDataFlashParser } from './formats/dataflash.ts';
-import { NotThisFormatError, type LogParser, type LogSink } from './formats/records.ts';
+import { NotThisFormatError } from './formats/records.ts';
 import { createULogParser } from './formats/ulog.ts';
-import { findLogClock, importLogFile } from './log-file.ts';
+import { findLogClock, importLogFile, type MakeParser } from './log-file.ts';
 import { flightParameters } from './parameters.ts';
 import { findVehicleSystem, importMavlinkFile } from './mavlink-file.ts';
 import { findImportOfFile, type LogImportRow } from './queries.ts';
@@ -25,7 +25,7 @@ const DATASET_FORMAT: Record<ImportFormat, { codec: string; dialect: string | nu
   mavlink: { codec: 'mavlink', dialect: 'ardupilotmega', format: 'mavlink-raw-v1' },
 };
 
-const PARSERS: Record<'ulog' | 'dataflash', (sink: LogSink) => LogParser> = { ulog: createULogParser, dataflash: createDataFlashParser };
+const PARSERS: Record<'ulog' | 'dataflash', MakeParser> = { ulog: createULogParser, dataflash: createDataFlashParser };
 
 /** An import still `importing` whose row has not moved for this long was cut short (a server stop): the same file then imports anew. */
 export const STALE_IMPORT_MS = 60_000;

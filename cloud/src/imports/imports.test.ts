@@ -8,6 +8,8 @@ import { McapStreamReader } from '@mcap/core';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectEnvelope } from '../testing/expect-envelope.ts';
+import { f32, u64, ULogBuilder } from './formats/ulog-builder.fixture.ts';
+import { MAX_LOG_TYPES } from './log-file.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 
 // Log imports end to end on the real service and PostgreSQL: real PX4 ULog, ArduPilot DataFlash and
@@ -304,6 +306,20 @@ describe('refusals', () => {
     expect(lines[0]).toMatchObject({ phase: 'upload', bytes: bytes.length });
     expect(lines.at(-1).import.report.messages).toBeGreaterThan(0);
   });
+});
+
+describe('a log that declares more message types than a flight has', () => {
+  it(`stores the first ${MAX_LOG_TYPES} and says the rest were left out`, async () => {
+    const log = new ULogBuilder(1, 0).flagBits(0);
+    const topics = MAX_LOG_TYPES + 2;
+    for (let i = 0; i < topics; i++) log.format(`m${i}:uint64_t timestamp;float x;`);
+    for (let i = 0; i < topics; i++) log.subscribe(0, i, `m${i}`);
+    for (let i = 0; i < topics; i++) log.data(i, [...u64(1_000_000 + i), ...f32(i)]);
+    const result = await imported(log.build(), { fileName: 'many-topics.ulg', start: '2026-01-01T00:00:00Z' });
+    expect(result.report!.types.length).toBe(MAX_LOG_TYPES);
+    expect(result.report!.messages).toBe(MAX_LOG_TYPES);
+    expect(result.report!.warnings.filter((w) => /left out/.test(w))).toHaveLength(2);
+  }, 120_000);
 });
 
 describe('an import cut short by a server stop', () => {

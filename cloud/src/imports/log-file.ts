@@ -1,12 +1,24 @@
 import { logSignalName, type ImportReport, type LogNamespace } from '@sortie/contracts';
 import { logTableLayout, type LogColumn, type NarrowRowWriter } from '../telemetry/log-import.ts';
-import type { LogField, LogLevel, LogMessageType, LogParser, LogSink, LogValue } from './formats/records.ts';
+import type { LogField, LogLevel, LogMessageType, LogParser, LogSink, LogValue, ParserOptions } from './formats/records.ts';
 import { readFileInChunks } from './read-file.ts';
 import { loadPx4EventCatalog, Px4EventCatalogError } from './formats/px4-events.ts';
 import { ImportFindings, type ImportProgressSink } from './findings.ts';
 
 /** Rows staged before a batch is written: about a second of a busy log, a few MB of column arrays. */
 export const LOG_BATCH_ROWS = 16_384;
+
+/**
+ * Message types (each a table) one import stores at most: a PX4 log has one to two hundred topics, an
+ * ArduPilot log as many message types and instances. A file that declares more is not a flight log a
+ * table per type suits; the types past this are left out, with a warning.
+ */
+export const MAX_LOG_TYPES = 1000;
+/** Fields a stored type may have: a PostgreSQL table holds 1,600 columns, six of them the clock's. */
+export const MAX_LOG_FIELDS = 1500;
+
+/** A format's reader: createULogParser, createDataFlashParser. */
+export type MakeParser = (sink: LogSink, options?: ParserOptions) => LogParser;
 
 /** Why a pre-pass stopped early: it found what it looked for. */
 class Found extends Error {}
@@ -17,7 +29,7 @@ class Found extends Error {}
  * one, so that the last message falls at the moment of import. Found by a first pass that stops at
  * the first GPS pairing, so it costs a whole extra read only for a log without GPS time.
  */
-export async function findLogClock(path: string, makeParser: (sink: LogSink) => LogParser): Promise<{ gpsOffsetUs: number | undefined; firstBootUs: number | undefined; lastBootUs: number | undefined }> {
+export async function findLogClock(path: string, makeParser: MakeParser): Promise<{ gpsOffsetUs: number | undefined; firstBootUs: number | undefined; lastBootUs: number | undefined }> {
   let gpsOffsetUs: number | undefined;
   let firstBootUs: number | undefined;
   let lastBootUs: number | undefined;
@@ -38,7 +50,8 @@ export async function findLogClock(path: string, makeParser: (sink: LogSink) => 
     },
     skipped: noop,
   };
-  const parser = makeParser(sink);
+  // Clock only: the messages' boot times and the GPS ones, nothing else decoded (a log without GPS time is read whole here).
+  const parser = makeParser(sink, { clockOnly: true });
   try {
     await readFileInChunks(path, (chunk) => parser.push(chunk));
     parser.end();
@@ -61,7 +74,7 @@ const SEVERITY = ['emergency', 'alert', 'critical', 'error', 'warning', 'notice'
 export async function importLogFile(options: {
   path: string;
   namespace: LogNamespace;
-  makeParser: (sink: LogSink) => LogParser;
+  makeParser: MakeParser;
   writer: NarrowRowWriter;
   /** UTC − boot µs: from GPS (`gps`), or the fallback's. */
   offsetUs: number;
@@ -76,15 +89,26 @@ export async function importLogFile(options: {
   // keeps no boot time (NULL, so no boot session sees its clock jump to zero) and is placed at the time
   // of the message before it, or the log's first time.
   let lastBootUs = findings.firstBootUs ?? 0;
+  let stored = 0;
   const sink: LogSink = {
     type(type: LogMessageType) {
       const label = type.instance === 0 ? type.name : `${type.name}[${type.instance}]`;
+      if (stored >= MAX_LOG_TYPES || type.fields.length > MAX_LOG_FIELDS) {
+        findings.warn(
+          stored >= MAX_LOG_TYPES
+            ? `${label} was left out: the log declares more than ${MAX_LOG_TYPES} message types`
+            : `${label} was left out: it has ${type.fields.length} fields, more than a table holds (${MAX_LOG_FIELDS})`,
+        );
+        return;
+      }
+      stored++;
       layouts[type.id] = logTableLayout(type.id, label, columnsOf(namespace, type));
       findings.declareType(type.id, label);
     },
     data(typeId: number, bootUs: number, values: readonly LogValue[]) {
-      const layout = layouts[typeId]!;
+      const layout = layouts[typeId];
       frameSeq++;
+      if (!layout) return; // a type left out (above)
       const timed = bootUs > 0;
       if (timed) lastBootUs = bootUs;
       const unixUs = lastBootUs + offsetUs;

@@ -27,6 +27,7 @@ import {
   type LogParser,
   type LogSink,
   type LogValue,
+  type ParserOptions,
   NotThisFormatError,
 } from './records.ts';
 
@@ -529,8 +530,11 @@ const hex2 = (b: number | undefined) => (b ?? 0).toString(16).padStart(2, '0');
  */
 const JOIN_SIZE = 512;
 
+const NO_VALUES: readonly LogValue[] = [];
+
 class DataFlashParser implements LogParser {
   private readonly sink: LogSink;
+  private readonly clockOnly: boolean;
   private readonly formats: (Format | undefined)[] = new Array(256);
   /** UNIT id → label, MULT id → multiplier. */
   private readonly unitLabels = new Map<string, string>();
@@ -555,8 +559,9 @@ class DataFlashParser implements LogParser {
   private firmwareSeen = false;
   private refused: NotThisFormatError | null = null;
 
-  constructor(sink: LogSink) {
+  constructor(sink: LogSink, clockOnly: boolean) {
     this.sink = sink;
+    this.clockOnly = clockOnly;
     this.formats[FMT_TYPE] = compileFormat(FMT_TYPE, 'FMT', FMT_LENGTH, FMT_FORMAT, FMT_COLUMNS) as Format;
   }
 
@@ -663,6 +668,10 @@ class DataFlashParser implements LogParser {
       this.bootSeen = true;
     }
     const bootUs = this.lastBootUs;
+    if (this.clockOnly && format.role === Role.Data) {
+      this.sink.data(-1, bootUs, NO_VALUES);
+      return;
+    }
     if (format.role >= Role.Fmt) {
       readValues(format, view, bytes, at, format.scratch);
       this.schema(format, base + at);
@@ -821,6 +830,11 @@ class DataFlashParser implements LogParser {
 }
 
 /** A streaming reader of an ArduPilot DataFlash (.BIN) log; see the top of this file. */
-export function createDataFlashParser(sink: LogSink): LogParser {
-  return new DataFlashParser(sink);
+/**
+ * `clockOnly`: a first look at the file for its clock (the importer's pre-pass). Plain data messages are
+ * passed to data() with their boot time only (type id -1, no values), undecoded; the messages that say
+ * something of time or the log (GPS, PARM, MSG, ERR, EV, VER) are read in full, as always.
+ */
+export function createDataFlashParser(sink: LogSink, options: ParserOptions = {}): LogParser {
+  return new DataFlashParser(sink, options.clockOnly ?? false);
 }

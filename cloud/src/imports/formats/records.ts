@@ -80,5 +80,13 @@ export interface LogParser {
   readonly offset: number;
 }
 
+export interface ParserOptions {
+  /**
+   * Only the clock is wanted (the importer's first look for GPS time and the boot clock's span): plain
+   * data messages reach data() with type id -1 and no values, undecoded. Types are not announced for them.
+   */
+  clockOnly?: boolean;
+}
+
 /** A file that is not of the reader's format at all (bad magic, unsupported version): refused, nothing imported. */
 export class NotThisFormatError extends Error {}

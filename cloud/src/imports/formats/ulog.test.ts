@@ -8,6 +8,7 @@
  * joined). pyulog keeps padding fields that are not at the end of a message (`esc[0]._padding0[1]`);
  * this reader drops every padding field. pyulog's log levels are the ASCII digits ('6' = 54).
  */
+import { ascii, f32, u32, u64, ULogBuilder } from './ulog-builder.fixture.ts';
 import { parseMessage, parseMessageDefinition, type MessageDefinition } from '@foxglove/ulog';
 import fc from 'fast-check';
 import { createHash, type Hash } from 'node:crypto';
@@ -518,56 +519,6 @@ describe('ULog corruption', () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // Constructed logs: what the fixtures don't carry
-
-/** Writes a ULog file message by message (little-endian, as the spec says). */
-class ULogBuilder {
-  #parts: number[] = [];
-  constructor(version = 1, timestamp = 1000) {
-    this.#parts.push(0x55, 0x4c, 0x6f, 0x67, 0x01, 0x12, 0x35, version, ...u64(timestamp));
-  }
-  get length(): number {
-    return this.#parts.length;
-  }
-  message(type: string, payload: number[]): this {
-    this.#parts.push(payload.length & 0xff, payload.length >> 8, type.charCodeAt(0), ...payload);
-    return this;
-  }
-  raw(bytes: number[]): this {
-    this.#parts.push(...bytes);
-    return this;
-  }
-  flagBits(incompat0: number, appended: number[] = []): this {
-    const offsets = [...appended, 0, 0, 0].slice(0, 3);
-    return this.message('B', [...new Array(8).fill(0), incompat0, 0, 0, 0, 0, 0, 0, 0, ...offsets.flatMap(u64)]);
-  }
-  format(text: string): this {
-    return this.message('F', ascii(text));
-  }
-  param(key: string, value: number[]): this {
-    return this.message('P', [key.length, ...ascii(key), ...value]);
-  }
-  info(key: string, value: number[]): this {
-    return this.message('I', [key.length, ...ascii(key), ...value]);
-  }
-  subscribe(multiId: number, msgId: number, name: string): this {
-    return this.message('A', [multiId, msgId & 0xff, msgId >> 8, ...ascii(name)]);
-  }
-  data(msgId: number, payload: number[]): this {
-    return this.message('D', [msgId & 0xff, msgId >> 8, ...payload]);
-  }
-  log(level: number, timestamp: number, text: string, tag?: number): this {
-    if (tag === undefined) return this.message('L', [0x30 + level, ...u64(timestamp), ...ascii(text)]);
-    return this.message('C', [0x30 + level, tag & 0xff, tag >> 8, ...u64(timestamp), ...ascii(text)]);
-  }
-  build(): Uint8Array {
-    return Uint8Array.from(this.#parts);
-  }
-}
-
-const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0));
-const u64 = (n: number) => Array.from({ length: 8 }, (_, i) => Math.floor(n / 2 ** (8 * i)) & 0xff);
-const u32 = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, n >>> 24];
-const f32 = (x: number) => Array.from(new Uint8Array(Float32Array.of(x).buffer));
 
 /** A log with one topic `t` (uint64 timestamp, float x, char[4] name, nested struct array, padding). */
 function simpleLog(): ULogBuilder {

@@ -73,6 +73,7 @@ import {
   type LogParser,
   type LogSink,
   type LogValue,
+  type ParserOptions,
 } from './records.ts';
 
 const MAGIC = [0x55, 0x4c, 0x6f, 0x67, 0x01, 0x12, 0x35];
@@ -192,12 +193,20 @@ export interface ULogParser extends LogParser {
   readonly eventMetadataXz: Uint8Array | undefined;
 }
 
-export function createULogParser(sink: LogSink): ULogParser {
-  return new ULogReader(sink);
+/**
+ * `clockOnly`: a first look at the file for its clock (the importer's pre-pass). Data messages of topics
+ * other than the GPS ones and `event` are passed to data() with their timestamp only (type id -1, no
+ * values), undecoded.
+ */
+export function createULogParser(sink: LogSink, options: ParserOptions = {}): ULogParser {
+  return new ULogReader(sink, options.clockOnly ?? false);
 }
+
+const NO_VALUES: readonly LogValue[] = [];
 
 class ULogReader implements ULogParser {
   readonly #sink: LogSink;
+  readonly #clockOnly: boolean;
 
   // --- streaming state: bytes of the unfinished message kept between push() calls
   #pending = new Uint8Array(1 << 16);
@@ -249,8 +258,9 @@ class ULogReader implements ULogParser {
     return joined;
   }
 
-  constructor(sink: LogSink) {
+  constructor(sink: LogSink, clockOnly: boolean) {
     this.#sink = sink;
+    this.#clockOnly = clockOnly;
   }
 
   get offset(): number {
@@ -769,6 +779,14 @@ class ULogReader implements ULogParser {
   /** Decodes a data payload at buf[p] with the topic's compiled leaves and hands it to the sink. */
   #data(topic: Topic, buf: Uint8Array, p: number): void {
     const view = this.#viewOf(buf);
+    if (this.#clockOnly && topic.special === undefined) {
+      if (topic.timestampOffset >= 0) {
+        const timestamp = readU64(view, p + topic.timestampOffset);
+        if (timestamp > this.#lastTimestamp) this.#lastTimestamp = timestamp;
+        this.#sink.data(-1, timestamp, NO_VALUES);
+      } else this.#sink.data(-1, this.#lastTimestamp, NO_VALUES);
+      return;
+    }
     const { kinds, offsets, lengths, values } = topic;
     for (let i = 0; i < kinds.length; i++) {
       const o = p + offsets[i]!;

@@ -257,10 +257,15 @@ export class BootSessions {
   }
 }
 
+/**
+ * The last session in `list` opened at or before `frameSeq` (the first one when none is). Searched from
+ * the end: a frame almost always belongs to its component's newest session, so this is one comparison
+ * per frame however many sessions the dataset has (a forward scan made an imported log that rebooted a
+ * thousand times quadratic).
+ */
 function sessionHolding(list: readonly BootSession[], frameSeq: number): BootSession {
-  let target = list[0]!;
-  for (const s of list) if (s.firstFrameSeq <= frameSeq) target = s;
-  return target;
+  for (let i = list.length - 1; i >= 0; i--) if (list[i]!.firstFrameSeq <= frameSeq) return list[i]!;
+  return list[0]!;
 }
 
 function accept(clock: ClockState, boot: number): void {
