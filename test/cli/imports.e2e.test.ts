@@ -125,6 +125,8 @@ describe('sortie import', () => {
   });
 
   it('draws a bar over one line on a terminal, names the dataset as asked, and lists the imports', async () => {
+    // The service's clock stands still in tests: a second later, so the list's order (oldest first) is the imports' order.
+    t.clock.advance(1000);
     const out = await sortie(['import', DATAFLASH, '--experiment', 'log day', '--name', 'dive 3', '--format', 'dataflash'], { stderrTTY: true });
     expect(out.code, out.stderr).toBe(0);
     expect(out.stderr).toContain('\r\u001b[2Kupload  [');

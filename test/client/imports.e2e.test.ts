@@ -140,7 +140,7 @@ describe('flight parameters', () => {
     const names = parameters.parameters.map((p) => p.name);
     expect(names).toEqual([...names].sort());
 
-    const [tlog] = await client.imports.list({ experimentId });
+    const tlog = (await client.imports.list({ experimentId })).find((i) => i.format === 'tlog');
     const diff = await client.datasets.parameterDiff({ a: tlog!.datasetId, b: dataflash.datasetId });
     expect(diff.at).toBe('initial');
     expect(diff.added.length + diff.changed.length + diff.unchanged).toBe(parameters.parameters.length);
