@@ -20,7 +20,7 @@ import { httpMetrics } from './observability/http-metrics.ts';
 import { operationsRoutes } from './observability/routes.ts';
 import { templatesRoutes } from './templates/routes.ts';
 import { webhooksRoutes } from './webhooks/routes.ts';
-import { ApiError } from './http/api-error.ts';
+import { ServiceError } from './platform/errors.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { BodyBudget, bodyAdmission } from './http/body-admission.ts';
 import { bodyLimit } from './http/body-limit.ts';
@@ -47,7 +47,7 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   });
   const limit = bodyLimit({
     maxSize: ctx.config.http.bodyLimit,
-    onError: (c) => renderError(c, new ApiError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
+    onError: (c) => renderError(c, new ServiceError('payload_too_large', `request body exceeds the limit of ${ctx.config.http.bodyLimit} bytes`)),
   });
   // TelemetryService's Connect handlers bound their messages themselves (readMaxBytes, RESOURCE_EXHAUSTED), as on the gRPC port.
   // A log upload streams to disk under its own limit (SORTIE_IMPORT_MAX_BYTES): neither bound applies to it.
@@ -77,7 +77,7 @@ export function createHttpApp(ctx: AppContext, parts: HttpAppParts = {}): Hono<A
   app.route('/', docsRoutes(ctx));
   app.route('/', consoleRoutes(ctx));
 
-  app.notFound((c) => renderError(c, new ApiError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
+  app.notFound((c) => renderError(c, new ServiceError('not_found', `no route for ${c.req.method} ${c.req.path}`)));
   // The envelope for whatever a route threw; a database outage is 503 unavailable, not a 500.
   app.onError((error, c) => renderThrown(c, error, ctx.logger));
   return app;

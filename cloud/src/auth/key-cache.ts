@@ -34,7 +34,7 @@ export class KeyCache {
     this.#ttlMs = Math.min(Math.max(ttlSeconds, 0), 300) * 1000;
   }
 
-  /** Authenticate `key` and require `scope`; throws ApiError unauthorized / insufficient_scope. */
+  /** Authenticate `key` and require `scope`; throws ServiceError unauthorized / insufficient_scope. */
   async authenticate(key: string | null, scope: Scope): Promise<CachedPrincipal> {
     // Refused before the cache, so that garbage neither reaches the database nor fills the cache.
     if (!key || !isApiKeyFormat(key)) throw keyRejected('malformed', 'metadata');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../http/api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 import type { KeyCheck } from './api-keys.ts';
 import { admit, keyRejected, principalFrom } from './principal.ts';
 
@@ -18,7 +18,7 @@ function refusal(run: () => void): [string, string] {
   try {
     run();
   } catch (error) {
-    if (error instanceof ApiError) return [error.code, error.message];
+    if (error instanceof ServiceError) return [error.code, error.message];
     throw error;
   }
   throw new Error('admitted');

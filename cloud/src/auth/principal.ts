@@ -1,5 +1,5 @@
 import { API_KEY_HEADER, type Scope } from '@sortie/contracts';
-import { ApiError } from '../http/api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 import type { KeyCheck } from './api-keys.ts';
 
 /** Who is calling, established by the API key, on either protocol. Every query is scoped by `organizationId`. */
@@ -27,9 +27,9 @@ const REASONS: Record<KeyRejection, string> = {
 };
 
 /** The 401 for a rejected key; a missing or malformed one also says how to send it. */
-export function keyRejected(reason: KeyRejection, carrier: KeyCarrier): ApiError {
+export function keyRejected(reason: KeyRejection, carrier: KeyCarrier): ServiceError {
   const message = reason === 'malformed' ? `${REASONS.malformed} (send it as ${SENT_AS[carrier]})` : REASONS[reason];
-  return new ApiError('unauthorized', message);
+  return new ServiceError('unauthorized', message);
 }
 
 /**
@@ -41,7 +41,7 @@ export function keyRejected(reason: KeyRejection, carrier: KeyCarrier): ApiError
 export function admit(check: KeyCheck, scope: Scope, now: Date, carrier: KeyCarrier): asserts check is AcceptedKey {
   if (!check.ok) throw keyRejected(check.reason, carrier);
   if (check.expiresAt && check.expiresAt <= now) throw keyRejected('expired', carrier);
-  if (!check.scopes.includes(scope)) throw new ApiError('insufficient_scope', `this API key lacks the scope ${scope}`);
+  if (!check.scopes.includes(scope)) throw new ServiceError('insufficient_scope', `this API key lacks the scope ${scope}`);
 }
 
 export function principalFrom(check: AcceptedKey): Principal {

@@ -4,7 +4,7 @@ import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireDataset, toChannel } from '../datasets/queries.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { conflict, notFound } from '../http/api-error.ts';
+import { conflict, notFound } from '../platform/errors.ts';
 import { datasetSpan, materialiseChannels } from '../telemetry/read.ts';
 import { datasetSummary } from '../telemetry/summary.ts';
 import type { AppEnv } from '../http/app-env.ts';

@@ -2,7 +2,7 @@ import { isAckToken, type AckRequest, type AckResponse } from '@sortie/contracts
 import { sql } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
-import { ApiError, conflict, notFound } from '../http/api-error.ts';
+import { ServiceError, conflict, notFound } from '../platform/errors.ts';
 
 /** At most this many ack attempts per command in any sliding minute (spec limit). */
 export const ACK_ATTEMPTS_PER_MINUTE = 10;
@@ -82,8 +82,8 @@ async function enforceRateLimit(ctx: AppContext, commandId: string, now: Date): 
   const { n, oldest } = rows[0]!;
   if (n > ACK_ATTEMPTS_PER_MINUTE) {
     const retryAfter = Math.max(1, Math.ceil(((oldest ? new Date(oldest).getTime() : now.getTime()) + WINDOW_MS - now.getTime()) / 1000));
-    throw new ApiError('rate_limited', `more than ${ACK_ATTEMPTS_PER_MINUTE} ack attempts for this command in a minute`, {
-      headers: { 'Retry-After': String(retryAfter) },
+    throw new ServiceError('rate_limited', `more than ${ACK_ATTEMPTS_PER_MINUTE} ack attempts for this command in a minute`, {
+      retryAfterSeconds: retryAfter,
     });
   }
 }

@@ -1,7 +1,7 @@
 import { generateAckToken, type DispatchRequest, type DispatchResponse } from '@sortie/contracts';
 import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../platform/context.ts';
-import { conflict, notFound } from '../http/api-error.ts';
+import { conflict, notFound } from '../platform/errors.ts';
 import { sql } from 'kysely';
 import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';

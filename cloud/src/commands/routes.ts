@@ -10,7 +10,7 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
-import { ApiError, conflict, invalidRequest, notFound } from '../http/api-error.ts';
+import { ServiceError, conflict, invalidRequest, notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import type { AckOutcome } from '../platform/metrics.ts';
 import { readJson, readQuery } from '../http/validation.ts';
@@ -84,7 +84,7 @@ export function commandsRoutes(ctx: AppContext) {
 
 /** The metrics outcome of a failed ack: token failures are 404 (`rejected`), never told apart. */
 function ackFailureOutcome(error: unknown): AckOutcome {
-  if (!(error instanceof ApiError)) return 'error';
+  if (!(error instanceof ServiceError)) return 'error';
   switch (error.code) {
     case 'not_found':
       return 'rejected';

@@ -18,7 +18,12 @@ export interface ConsoleBundle {
   stylesheet: string;
 }
 
-const ENTRY = fileURLToPath(new URL('../../console/src/main.ts', import.meta.url));
+/**
+ * The console's app is its own workspace package, `@sortie/console` (top-level `console/`); this folder is
+ * only the cloud's edge that bundles and serves it. Its entry is found through the package's exports, so
+ * the cloud depends on the package, never on where its files lie.
+ */
+const ENTRY = fileURLToPath(import.meta.resolve('@sortie/console/main'));
 
 /**
  * zod re-exports every locale as a namespace (`z.locales`), which a bundler cannot shake: about 40 % of

@@ -1,6 +1,6 @@
 import type { Channel, ChannelDeclaration, Dataset } from '@sortie/contracts';
 import type { ChannelRow, DatasetRow } from '../db/schema.ts';
-import { notFound } from '../http/api-error.ts';
+import { notFound } from '../platform/errors.ts';
 import { columnName } from './wide-table.ts';
 import type { Executor } from '../db/executor.ts';
 

@@ -1,6 +1,6 @@
 import type { RegisterStreamRequest, RegisterStreamResponse } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
-import { ApiError, conflict } from '../http/api-error.ts';
+import { ServiceError, conflict } from '../platform/errors.ts';
 import { insertWideChannel, listChannelRows, nextColumnIndex, requireExperiment, toChannel } from './queries.ts';
 import { addWideColumns, columnName, createWideTable, MAX_WIDE_CHANNELS, physicalTypeOf, wideTableName } from './wide-table.ts';
 
@@ -70,7 +70,7 @@ export async function registerStream(ctx: AppContext, organizationId: string, bo
     const wanted = (body.channels ?? []).filter((declared) => !byName.get(declared.name)?.physical_type).length;
     if (physical + wanted > MAX_WIDE_CHANNELS) {
       const message = `dataset "${body.datasetName}" has ${physical} channel columns and this call adds ${wanted}: a wide dataset holds at most ${MAX_WIDE_CHANNELS} (PostgreSQL allows ${MAX_WIDE_CHANNELS + 1} columns per table, one of them time)`;
-      throw new ApiError('conflict', message, { details: [{ field: 'channels', message: `at most ${MAX_WIDE_CHANNELS} channels per wide dataset` }] });
+      throw new ServiceError('conflict', message, { details: [{ field: 'channels', message: `at most ${MAX_WIDE_CHANNELS} channels per wide dataset` }] });
     }
 
     for (const declared of body.channels ?? []) {

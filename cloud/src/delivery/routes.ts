@@ -4,7 +4,7 @@ import { requireScope } from '../auth/require-scope.ts';
 import { commandExists } from '../commands/queries.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { DeliveryAttemptRow } from '../db/schema.ts';
-import { notFound } from '../http/api-error.ts';
+import { notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readQuery } from '../http/validation.ts';
 import { listDeliveryAttempts } from './queries.ts';

@@ -3,7 +3,7 @@ import type { AppContext } from '../platform/context.ts';
 import { signWebhookSync } from '../crypto/node-crypto.ts';
 import type { Executor } from '../db/executor.ts';
 import type { WebhookEndpointRow } from '../db/schema.ts';
-import { conflict, notFound } from '../http/api-error.ts';
+import { conflict, notFound } from '../platform/errors.ts';
 import { checkWebhookUrl } from '../net/url-guard.ts';
 import { isDeliverable, liveSecrets } from '../webhooks/endpoints.ts';
 import { deliveryId } from './body.ts';

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import { listEvents } from '../events/queries.ts';
-import { invalidRequest } from '../http/api-error.ts';
+import { invalidRequest } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import type { AppContext } from '../platform/context.ts';
 import { datasetHeartbeats, eventsOnSeriesTime } from '../telemetry/read.ts';

@@ -4,7 +4,7 @@ import { createFetchHandler } from '@connectrpc/connect/protocol';
 import { TelemetryService } from '@sortie/contracts';
 import { Hono } from 'hono';
 import { KeyCache } from '../auth/key-cache.ts';
-import { ApiError } from '../http/api-error.ts';
+import { notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { REQUEST_ID_HEADER } from '../http/request-id.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -52,9 +52,9 @@ export function telemetryRpcRoutes(ctx: AppContext): Hono<AppEnv> {
     const path = c.req.path.slice(RPC_PREFIX.length);
     const handler = (isJsonContentType(c.req.header('content-type')) ? json : binary).get(path);
     if (!handler) {
-      throw new ApiError('not_found', `no RPC at ${c.req.path.slice(0, 200)}; the HTTP port serves Query, Submit and Follow of TelemetryService`, {
-        headers: { [ERROR_CODE_TRAILER]: 'not_found' },
-      });
+      // The spec's code beside the envelope, as the RPCs themselves carry it in their trailer.
+      c.header(ERROR_CODE_TRAILER, 'not_found');
+      throw notFound(`no RPC at ${c.req.path.slice(0, 200)}; the HTTP port serves Query, Submit and Follow of TelemetryService`);
     }
     // The gate reads the request id from the request: hand it the one this request already answers with.
     const headers = new Headers(c.req.raw.headers);

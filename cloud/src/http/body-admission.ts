@@ -1,5 +1,5 @@
 import { createMiddleware } from 'hono/factory';
-import { ApiError } from './api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 
 /**
  * A budget of request-body bytes the process handles at once. A parsed JSON body takes several times its
@@ -84,7 +84,7 @@ export function bodyAdmission(budget: BodyBudget, bodyLimit: number) {
       release = await budget.acquire(bytes, c.req.raw.signal);
     } catch {
       // The client went away while its request waited: nobody reads this answer, and it is no fault.
-      throw new ApiError('request_timeout', 'the client closed the connection while the request waited for its turn');
+      throw new ServiceError('request_timeout', 'the client closed the connection while the request waited for its turn');
     }
     try {
       await next();

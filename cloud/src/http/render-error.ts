@@ -1,10 +1,10 @@
-import type { ErrorEnvelope } from '@sortie/contracts';
+import { ERROR_STATUS, type ErrorEnvelope } from '@sortie/contracts';
 import type { Context } from 'hono';
 import type { Logger } from '../platform/logger.ts';
-import { ApiError, clientFacingError } from './api-error.ts';
+import { ServiceError, clientFacingError } from '../platform/errors.ts';
 
-/** The one place the error envelope is written. */
-export function renderError(c: Context, error: ApiError): Response {
+/** The one place the error envelope is written: a ServiceError's code, its HTTP status and Retry-After. */
+export function renderError(c: Context, error: ServiceError): Response {
   const body: ErrorEnvelope = {
     error: {
       code: error.code,
@@ -13,8 +13,8 @@ export function renderError(c: Context, error: ApiError): Response {
       request_id: (c.get('requestId') as string | undefined) ?? '',
     },
   };
-  for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-  return c.json(body, error.status);
+  if (error.retryAfterSeconds !== undefined) c.header('retry-after', String(error.retryAfterSeconds));
+  return c.json(body, ERROR_STATUS[error.code]);
 }
 
 /**
@@ -28,5 +28,5 @@ export function renderThrown(c: Context, error: unknown, logger: Logger): Respon
   if (known?.code === 'unavailable') logger.warn({ err: error, requestId }, 'database unreachable; answered 503');
   if (known) return renderError(c, known);
   logger.error({ err: error, requestId }, 'unhandled error');
-  return renderError(c, new ApiError('internal_error', 'internal error; quote the request id when reporting it'));
+  return renderError(c, new ServiceError('internal_error', 'internal error; quote the request id when reporting it'));
 }

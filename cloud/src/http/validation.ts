@@ -1,7 +1,7 @@
 import { zodIssuesToDetails } from '@sortie/contracts';
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { invalidRequest } from './api-error.ts';
+import { invalidRequest } from '../platform/errors.ts';
 
 /** Parse and validate a JSON body; failures are 400 invalid_request with details naming each field. */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {

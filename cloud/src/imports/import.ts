@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { CreateImportQuery, ImportFormat, LogImport } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
 import { requireExperiment } from '../datasets/queries.ts';
-import { ApiError } from '../http/api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 import { dropNarrowDataset, openNarrowWriter } from '../telemetry/log-import.ts';
 import { datasetSpan } from '../telemetry/read.ts';
 import { detectFormat, headHex } from './detect.ts';
@@ -54,7 +54,7 @@ export async function importFile(
 ): Promise<{ row: LogImportRow; duplicate: boolean }> {
   const format = query.format ?? detectFormat(upload.head);
   if (!format) {
-    throw new ApiError(
+    throw new ServiceError(
       'invalid_request',
       `the file is not a log Sortie can import (it starts with ${headHex(upload.head) || 'nothing: it is empty'}): send a PX4 ULog (.ulg), an ArduPilot DataFlash log (.BIN), a MAVLink telemetry log (.tlog), or a raw MAVLink capture with format=mavlink`,
       { details: [{ field: 'body', message: 'is not a ULog, DataFlash, tlog or MAVLink file' }] },
@@ -91,7 +91,7 @@ export async function importFile(
   } else {
     const sysid = await findVehicleSystem(upload.path, format);
     if (sysid === undefined) {
-      throw new ApiError('invalid_request', `the file holds no MAVLink frame: it is not a ${format === 'tlog' ? 'telemetry log' : 'MAVLink capture'}`, {
+      throw new ServiceError('invalid_request', `the file holds no MAVLink frame: it is not a ${format === 'tlog' ? 'telemetry log' : 'MAVLink capture'}`, {
         details: [{ field: 'body', message: 'holds no MAVLink frame' }],
       });
     }
@@ -187,7 +187,7 @@ async function refusingOtherFormats<T>(format: ImportFormat, work: () => Promise
     return await work();
   } catch (error) {
     if (error instanceof NotThisFormatError) {
-      throw new ApiError('invalid_request', `the file is not a valid ${format} log: ${error.message}`, { details: [{ field: 'body', message: error.message }] });
+      throw new ServiceError('invalid_request', `the file is not a valid ${format} log: ${error.message}`, { details: [{ field: 'body', message: error.message }] });
     }
     throw error;
   }

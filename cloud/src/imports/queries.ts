@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Executor } from '../db/executor.ts';
 import type { LogImportsTable } from '../db/schema.ts';
-import { notFound } from '../http/api-error.ts';
+import { notFound } from '../platform/errors.ts';
 
 export type LogImportRow = Selectable<LogImportsTable>;
 

@@ -11,7 +11,7 @@ import {
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import { requireDataset } from '../datasets/queries.ts';
-import { ApiError, clientFacingError } from '../http/api-error.ts';
+import { ServiceError, clientFacingError } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readQuery } from '../http/validation.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -77,7 +77,7 @@ export function importsRoutes(ctx: AppContext) {
           importFile(ctx, organizationId, query, upload, progress)
             .then((result) => line({ import: answer(result) }))
             .catch((error: unknown) => {
-              const known = clientFacingError(error) ?? new ApiError('internal_error', 'internal error; quote the request id when reporting it');
+              const known = clientFacingError(error) ?? new ServiceError('internal_error', 'internal error; quote the request id when reporting it');
               if (!clientFacingError(error)) ctx.logger.error({ err: error, requestId }, 'import failed');
               const envelope: ErrorEnvelope = { error: { code: known.code, message: known.message, details: known.details, request_id: requestId } };
               line(envelope);

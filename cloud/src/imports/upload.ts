@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../http/api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 
 /** An uploaded file waiting on disk to be imported, with what was learnt while it arrived. */
 export interface UploadedFile {
@@ -27,7 +27,7 @@ export async function receiveUpload(
   body: ReadableStream<Uint8Array> | null,
   options: { dir: string | undefined; maxBytes: number; onBytes?: (bytes: number) => void },
 ): Promise<UploadedFile> {
-  if (!body) throw new ApiError('invalid_request', 'the request has no body: send the log file itself as the body (Content-Type application/octet-stream)');
+  if (!body) throw new ServiceError('invalid_request', 'the request has no body: send the log file itself as the body (Content-Type application/octet-stream)');
   const folder = await mkdtemp(join(options.dir ?? tmpdir(), 'sortie-import-'));
   const path = join(folder, 'upload');
   const remove = () => rm(folder, { recursive: true, force: true });
@@ -40,7 +40,7 @@ export async function receiveUpload(
     for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
       bytes += chunk.byteLength;
       if (bytes > options.maxBytes) {
-        throw new ApiError('payload_too_large', `the file is larger than this server's import limit of ${options.maxBytes} bytes (SORTIE_IMPORT_MAX_BYTES)`);
+        throw new ServiceError('payload_too_large', `the file is larger than this server's import limit of ${options.maxBytes} bytes (SORTIE_IMPORT_MAX_BYTES)`);
       }
       if (headLength < HEAD_BYTES) {
         const take = Math.min(HEAD_BYTES - headLength, chunk.byteLength);

@@ -12,7 +12,7 @@ import type { AppContext } from '../platform/context.ts';
 import { requireDataset, requireExperiment } from '../datasets/queries.ts';
 import type { Executor } from '../db/executor.ts';
 import type { DatasetRow, LimitRuleRow } from '../db/schema.ts';
-import { invalidRequest, notFound } from '../http/api-error.ts';
+import { invalidRequest, notFound } from '../platform/errors.ts';
 import { isNumericMavlinkSignal } from '../telemetry/sinks.ts';
 import type { OutboxJob } from '../platform/outbox.ts';
 import { notifyLimitEvents } from './notify.ts';

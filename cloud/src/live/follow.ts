@@ -4,7 +4,7 @@ import { toCommandRecord } from '../commands/records.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { CommandRow, DatasetRow, EventRow } from '../db/schema.ts';
 import { eventsChangedSince, latestChangedEvents } from '../events/queries.ts';
-import { ApiError } from '../http/api-error.ts';
+import { ServiceError } from '../platform/errors.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { LiveChange } from '../platform/live-bus.ts';
 import { Decimator, liveFeeds, MIN_FOLLOW_BUDGET, readWindow, resolveFollowChannels, type FeedChannel, type FeedRows } from '../telemetry/follow.ts';
@@ -55,7 +55,7 @@ export interface FollowMessage {
 export function followLimits(input: Pick<FollowInput, 'windowMs' | 'budget'>): { windowUs: number; budget: number } {
   const windowMs = input.windowMs === 0 ? DEFAULT_WINDOW_MS : input.windowMs;
   if (!Number.isInteger(windowMs) || windowMs < 1000 || windowMs > MAX_WINDOW_MS) {
-    throw new ApiError('invalid_request', `window_ms must be between 1000 and ${MAX_WINDOW_MS} (one day), or 0 for ${DEFAULT_WINDOW_MS}; got ${input.windowMs}`, {
+    throw new ServiceError('invalid_request', `window_ms must be between 1000 and ${MAX_WINDOW_MS} (one day), or 0 for ${DEFAULT_WINDOW_MS}; got ${input.windowMs}`, {
       details: [{ field: 'window_ms', message: 'out of range' }],
     });
   }
@@ -67,7 +67,7 @@ export function followLimits(input: Pick<FollowInput, 'windowMs' | 'budget'>): {
  * A live follower of one dataset: the window's series from storage first, then what each committed
  * batch adds (held to the budget per window, decimator.ts), the dataset's events as they are stored or
  * change, and its commands as their status changes — one ordered stream of updates until `signal`
- * aborts or the service shuts down (then it throws ApiError `unavailable`, UNAVAILABLE over gRPC).
+ * aborts or the service shuts down (then it throws ServiceError `unavailable`, UNAVAILABLE over gRPC).
  *
  * Nothing is buffered without bound for a slow reader: what the reader has not taken is merged into one
  * pending update, and once a channel's pending samples exceed a window's budget the follower drops them
@@ -90,7 +90,7 @@ export async function* follow(ctx: AppContext, input: FollowInput, signal: Abort
       const update = await follower.next();
       if (update) yield update;
     }
-    if (feeds.closing.aborted && !signal.aborted) throw new ApiError('unavailable', 'the server is shutting down; follow again (another replica answers)');
+    if (feeds.closing.aborted && !signal.aborted) throw new ServiceError('unavailable', 'the server is shutting down; follow again (another replica answers)');
   } finally {
     unsubscribe();
     stopBus();

@@ -2,7 +2,7 @@ import { isUuid, type AppendRequest, type AppendResponse, type ErrorDetail } fro
 import type { AppContext } from '../platform/context.ts';
 import { watchedDataset } from '../platform/limit-watch.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
-import { conflict, invalidRequest } from '../http/api-error.ts';
+import { conflict, invalidRequest } from '../platform/errors.ts';
 import { isoToEpochMicrosNumber } from './wide/timestamps.ts';
 import { binaryArrays, quotedBytea, quotedText, textArrays } from './sql/sql-arrays.ts';
 import { WideBatchBuilder, writableColumns } from './wide/wide-batch.ts';

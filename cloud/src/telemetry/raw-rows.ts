@@ -4,7 +4,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DatasetRow } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 import { listChannelRows } from '../datasets/queries.ts';
-import { invalidRequest } from '../http/api-error.ts';
+import { invalidRequest } from '../platform/errors.ts';
 import { anyValueSql, frameFields, frameObjectSql, framePages, frameValuesSql, type FrameRow, type FrameSource } from './narrow/frame-pages.ts';
 import { findSignal, isLogTable, loadMessageTables, type ColumnType, type MessageTable, type SignalColumn } from './narrow/message-tables.ts';
 import { signalInfo } from './narrow/signal-info.ts';

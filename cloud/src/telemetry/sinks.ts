@@ -1,7 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import { requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow } from '../db/schema.ts';
-import { ApiError, conflict } from '../http/api-error.ts';
+import { ServiceError, conflict } from '../platform/errors.ts';
 import { openNarrowSink } from './narrow/narrow-sink.ts';
 import { countedSink } from './ingest/ingest-metrics.ts';
 import type { SinkFactory, TelemetrySink } from './ingest/sink.ts';
@@ -42,7 +42,7 @@ export async function openSink(
   target: { experimentId: string; datasetId: string; format: string },
 ): Promise<TelemetrySink> {
   if (!isStreamFormat(target.format)) {
-    throw new ApiError('invalid_request', `format "${target.format}" is unknown; use "" for wide datasets or "mavlink-raw-v1" for narrow ones`);
+    throw new ServiceError('invalid_request', `format "${target.format}" is unknown; use "" for wide datasets or "mavlink-raw-v1" for narrow ones`);
   }
   const dataset = await requireDataset(ctx.db, organizationId, target.datasetId, target.experimentId || undefined);
   // A flight imported from a ULog or DataFlash file holds that log's tables: frames streamed into it would not be its.

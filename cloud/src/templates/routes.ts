@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { conflict, invalidRequest, notFound } from '../http/api-error.ts';
+import { conflict, invalidRequest, notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
 import { checkArgsSchema } from './args-schema.ts';

@@ -9,7 +9,7 @@ import {
 import { Hono } from 'hono';
 import { requireScope } from '../auth/require-scope.ts';
 import type { AppContext } from '../platform/context.ts';
-import { invalidRequest, notFound } from '../http/api-error.ts';
+import { invalidRequest, notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
 import { createEndpoint, deleteEndpoint, lastAttempts, listEndpoints, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';

@@ -1,7 +1,7 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import type { FollowRequest, FollowUpdateSchema } from '@sortie/contracts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { follow, type FollowMessage } from '../../live/follow.ts';
 import { principalOf, requestIdKey } from '../rpc/context.ts';
 import { toConnectError } from '../rpc/errors.ts';
@@ -41,7 +41,7 @@ export function followHandler({ ctx, draining }: GrpcDeps) {
       }
       if (draining.aborted && !context.signal.aborted) {
         outcome = 'drained';
-        throw new ApiError('unavailable', 'the server is shutting down; follow again (another replica answers)');
+        throw new ServiceError('unavailable', 'the server is shutting down; follow again (another replica answers)');
       }
     } catch (error) {
       const failure = toConnectError(error, { logger: ctx.logger, requestId });

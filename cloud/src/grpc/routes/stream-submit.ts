@@ -2,7 +2,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect';
 import type { StreamSubmitResponseSchema } from '@sortie/contracts';
 import { raceAbort } from '../../platform/abort-race.ts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { countsResponse, openSink, type TelemetrySink } from '../../telemetry/sinks.ts';
 import { principalOf } from '../rpc/context.ts';
 import type { AnyStreamSubmitRequest } from '../rpc/lazy-schema.ts';
@@ -112,7 +112,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
 
             if (index === 0) {
               if (message.case !== 'header') {
-                throw new ApiError('invalid_request', 'the first StreamSubmit message must be a StreamSessionHeader (experiment_id, dataset_id, format)');
+                throw new ServiceError('invalid_request', 'the first StreamSubmit message must be a StreamSessionHeader (experiment_id, dataset_id, format)');
               }
               datasetId = uuidField(message.value.datasetId, 'header.dataset_id');
               sink = await openSink(ctx, principal.organizationId, {
@@ -125,7 +125,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
             const received = performance.now();
             switch (message.case) {
               case 'header':
-                throw new ApiError('invalid_request', `message ${index}: the StreamSessionHeader may appear only once, as the first message`);
+                throw new ServiceError('invalid_request', `message ${index}: the StreamSessionHeader may appear only once, as the first message`);
               case 'batch': {
                 // A batch is its own bulk write: pending single points go first. It was decoded while the
                 // write before it ran; its own write is handed to the sink now (which prepares it and
@@ -153,7 +153,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
                 break;
               }
               default:
-                throw new ApiError('invalid_request', `message ${index} carries neither a point nor a batch`);
+                throw new ServiceError('invalid_request', `message ${index} carries neither a point nor a batch`);
             }
           }
         } catch (error) {
@@ -165,7 +165,7 @@ export function streamSubmitHandler({ ctx, keys, draining }: GrpcDeps) {
           // A message still being read is abandoned with the stream; its failure must not go unhandled.
           next?.catch(() => {});
         }
-        if (!sink) throw new ApiError('invalid_request', 'the stream ended without a StreamSessionHeader');
+        if (!sink) throw new ServiceError('invalid_request', 'the stream ended without a StreamSessionHeader');
         await flush();
         const counts = sink.counts();
         return { ...countsResponse(counts), messages: BigInt(messages), duplicates: BigInt(counts.duplicates) };

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ERROR_CODES, ERROR_STATUS } from '@sortie/contracts';
 import { describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { NotYetSupportedError } from '../../telemetry/sinks.ts';
 import { ERROR_CODE_TRAILER, GRPC_CODE, toConnectError } from './errors.ts';
@@ -28,7 +28,7 @@ describe('gRPC status of each error code', () => {
   });
 
   it('keeps the message and carries the spec code in a trailer', () => {
-    const error = toConnectError(new ApiError('not_found', 'no dataset 42'));
+    const error = toConnectError(new ServiceError('not_found', 'no dataset 42'));
     expect(error.code).toBe(Code.NotFound);
     expect(error.rawMessage).toBe('no dataset 42');
     expect(error.metadata.get(ERROR_CODE_TRAILER)).toBe('not_found');

@@ -1,7 +1,7 @@
 import type { DescMethod } from '@bufbuild/protobuf';
 import type { ErrorCode } from '@sortie/contracts';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { clientFacingError } from '../../http/api-error.ts';
+import { clientFacingError } from '../../platform/errors.ts';
 import type { Logger } from '../../platform/logger.ts';
 import { NotYetSupportedError } from '../../telemetry/sinks.ts';
 

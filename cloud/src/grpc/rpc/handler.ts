@@ -1,7 +1,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import { isUuid } from '@sortie/contracts';
 import type { AppContext } from '../../platform/context.ts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { requestIdKey } from './context.ts';
 import { toConnectError } from './errors.ts';
 
@@ -26,7 +26,7 @@ export async function runRpc<T>(ctx: AppContext, context: HandlerContext, body: 
 /** A UUID field of a request; `optional` lets the empty string through (field not set). */
 export function uuidField(value: string, field: string, options: { optional?: boolean } = {}): string {
   if (value === '' && options.optional) return '';
-  if (value === '') throw new ApiError('invalid_request', `${field} is required`);
-  if (!isUuid(value)) throw new ApiError('invalid_request', `${field} is not a UUID: "${value.slice(0, 80)}"`);
+  if (value === '') throw new ServiceError('invalid_request', `${field} is required`);
+  if (!isUuid(value)) throw new ServiceError('invalid_request', `${field} is not a UUID: "${value.slice(0, 80)}"`);
   return value.toLowerCase();
 }

@@ -1,12 +1,12 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp, TimestampSchema } from '@bufbuild/protobuf/wkt';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 
 /** A request's Timestamp as µs since the epoch; one outside what a µs number holds exactly is the caller's error. */
 export function timestampMicros(ts: Timestamp, field: string): number {
   const seconds = Number(ts.seconds);
   if (!Number.isSafeInteger(seconds * 1_000_000) || ts.nanos < 0 || ts.nanos > 999_999_999) {
-    throw new ApiError('invalid_request', `${field} is not a valid timestamp in the supported range`);
+    throw new ServiceError('invalid_request', `${field} is not a valid timestamp in the supported range`);
   }
   return seconds * 1_000_000 + Math.floor(ts.nanos / 1000);
 }

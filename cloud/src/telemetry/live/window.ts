@@ -1,7 +1,7 @@
 import { listChannelRows } from '../../datasets/queries.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
-import { notFound } from '../../http/api-error.ts';
+import { notFound } from '../../platform/errors.ts';
 import { sessionShift } from '../narrow/alignment.ts';
 import { findSignal, loadMessageTables, signalColumn, type MessageTable } from '../narrow/message-tables.ts';
 import { messageTableTail, queryNarrow, resolveSignals } from '../narrow/query.ts';

@@ -1,7 +1,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { PointBatchSchema, TelemetryPointSchema } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { framePoint, type PointInit } from './fixture-frames.ts';
 import { forEachFramePoint } from './frame-points.ts';
 
@@ -14,14 +14,14 @@ function collect(source: Parameters<typeof forEachFramePoint>[0]) {
   return { n, out };
 }
 
-function thrown(fn: () => unknown): ApiError {
+function thrown(fn: () => unknown): ServiceError {
   try {
     fn();
   } catch (error) {
-    if (error instanceof ApiError) return error;
+    if (error instanceof ServiceError) return error;
     throw error;
   }
-  throw new Error('expected an ApiError');
+  throw new Error('expected an ServiceError');
 }
 
 const points: PointInit[] = [framePoint(frame, T, 1), framePoint(frame.subarray(0, 3), T + 1, 2 ** 40), { type: { case: 'bytes', value: frame }, frameSeq: 3n }];

@@ -1,5 +1,5 @@
 import type { TelemetryPoint } from '@sortie/contracts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import type { PointSource } from '../ingest/sink.ts';
 import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
 
@@ -23,8 +23,8 @@ export function forEachFramePoint(source: PointSource, locate: (index: number) =
   return readBatch(source.encodedBatch, locate, visit);
 }
 
-function invalid(locate: (index: number) => string, index: number, message: string): ApiError {
-  return new ApiError('invalid_request', `${locate(index)}: ${message}`);
+function invalid(locate: (index: number) => string, index: number, message: string): ServiceError {
+  return new ServiceError('invalid_request', `${locate(index)}: ${message}`);
 }
 
 const NOT_BYTES = 'a mavlink-raw-v1 point carries its frame in the `bytes` member and no other value';
@@ -49,7 +49,7 @@ function visitDecoded(point: TelemetryPoint, locate: (index: number) => string, 
 
 // Protobuf wire reading (point-wire.ts), just the fields the format needs.
 
-function malformed(locate: (index: number) => string, index: number): ApiError {
+function malformed(locate: (index: number) => string, index: number): ServiceError {
   return invalid(locate, index, MALFORMED);
 }
 

@@ -1,5 +1,5 @@
 import { checkSingleFrame, crcExtraOf, readFrameHeader, type FrameHeader, type SingleFrameReason } from '@sortie/contracts/mavlink';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { holdsNumbers, NumberColumn, valueAt, type BatchColumn } from './column-arrays.ts';
 import { frameClocks, visitFrame, type FrameClocks, type SampleValue } from './decode.ts';
 import { messageColumns, type MessageColumns } from './message-tables.ts';
@@ -156,7 +156,7 @@ export class NarrowBatch {
    */
   addAt(buf: Uint8Array, start: number, end: number, receivedUs: number, frameSeq: number, nowUs: number, locate: (index: number) => string, index: number): void {
     const reason = checkSingleFrame(buf, start, end, crcExtraOf);
-    if (reason !== undefined) throw new ApiError('invalid_request', `${locate(index)}: the bytes member ${REASONS[reason]}`);
+    if (reason !== undefined) throw new ServiceError('invalid_request', `${locate(index)}: the bytes member ${REASONS[reason]}`);
     readFrameHeader(buf, start, HEADER);
     const frame = FRAME;
     frame.version = HEADER.version;
@@ -165,7 +165,7 @@ export class NarrowBatch {
     const sysid = HEADER.sysid;
     if (this.sysid === undefined) this.sysid = sysid;
     else if (sysid !== this.sysid) {
-      throw new ApiError(
+      throw new ServiceError(
         'invalid_request',
         `${locate(index)}: frame of MAVLink system id ${sysid}, but this dataset's frames are of system id ${this.sysid}; a narrow dataset holds one system id, so open one dataset and one stream per system id (mavlink-raw-v1 rule 7)`,
       );

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Executor } from '../../db/executor.ts';
 import { POOL_CONNECTION_LIFETIME_S, type Db } from '../../db/connect.ts';
 import { runHot } from '../../db/prepared.ts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
@@ -78,7 +78,7 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
       returning d.sysid, d.version::float8 as version, d.max_frame_seq::float8 as max_frame_seq`.execute(tx);
     const { sysid, version, max_frame_seq: maxFrameSeq } = bound.rows[0]!;
     if (sysid !== batch.sysid) {
-      throw new ApiError(
+      throw new ServiceError(
         'invalid_request',
         `dataset ${target.datasetId} holds MAVLink system id ${sysid}; frames of system id ${batch.sysid} belong in a dataset of their own (mavlink-raw-v1 rule 7)`,
       );

@@ -2,7 +2,7 @@ import { parseLogSignalName } from '@sortie/contracts';
 import { parseSignalName } from '@sortie/contracts/mavlink';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { ApiError, notFound } from '../../http/api-error.ts';
+import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
 import { m4FromColumns, type M4, type M4Columns } from '../series/m4.ts';
@@ -25,20 +25,20 @@ export interface NarrowQuery {
 
 /** Check the requested names before touching the database: signal names of numeric signals. */
 export function resolveSignals(channelIds: readonly string[]): string[] {
-  if (channelIds.length === 0) throw new ApiError('invalid_request', 'channel_ids is empty: name at least one signal, e.g. mavlink.ATTITUDE.roll');
+  if (channelIds.length === 0) throw new ServiceError('invalid_request', 'channel_ids is empty: name at least one signal, e.g. mavlink.ATTITUDE.roll');
   if (channelIds.length > MAX_CHANNELS_PER_QUERY) {
-    throw new ApiError('invalid_request', `channel_ids names ${channelIds.length} signals; at most ${MAX_CHANNELS_PER_QUERY} per query`);
+    throw new ServiceError('invalid_request', `channel_ids names ${channelIds.length} signals; at most ${MAX_CHANNELS_PER_QUERY} per query`);
   }
   return channelIds.map((id, i) => {
     if (!parseSignalName(id) && !parseLogSignalName(id)) {
-      throw new ApiError(
+      throw new ServiceError(
         'invalid_request',
         `channel_ids[${i}]: "${id}" is not a signal name; narrow datasets are addressed by signal name (mavlink.<MESSAGE>.<field>, or ulog.<topic>.<field> and dataflash.<MESSAGE>.<field> for imported logs), not by index or UUID`,
       );
     }
     const info = signalInfo(id);
     if (info && info.kind !== 'double') {
-      throw new ApiError('invalid_request', `channel_ids[${i}]: ${id} holds ${info.kind === 'text' ? 'text' : 'raw bytes'}; Query reads numeric signals only`);
+      throw new ServiceError('invalid_request', `channel_ids[${i}]: ${id} holds ${info.kind === 'text' ? 'text' : 'raw bytes'}; Query reads numeric signals only`);
     }
     return id;
   });
@@ -56,7 +56,7 @@ export function resolveSignals(channelIds: readonly string[]): string[] {
 export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<SeriesResult[]> {
   const names = resolveSignals(query.channelIds);
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
-    throw new ApiError('invalid_request', '`from` is after `to`');
+    throw new ServiceError('invalid_request', '`from` is after `to`');
   }
   const [tables, sessions] = await Promise.all([loadMessageTables(db, query.datasetId), loadBootSessions(db, query.datasetId)]);
   const sources = names.map((name, i) => {
@@ -65,7 +65,7 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
       const why = signalInfo(name) || at ? 'no frame of this dataset carried it' : parseLogSignalName(name) ? 'its log had no such message or field' : 'the server\'s MAVLink dialect has no such message or field';
       throw notFound(`channel_ids[${i}]: signal ${name} is not in this dataset (${why}); GET /api/datasets/channels lists its signals`);
     }
-    if (!holdsNumber(at.column)) throw new ApiError('invalid_request', `channel_ids[${i}]: ${name} holds text; Query reads numeric signals only`);
+    if (!holdsNumber(at.column)) throw new ServiceError('invalid_request', `channel_ids[${i}]: ${name} holds text; Query reads numeric signals only`);
     return { table: at.table.table, column: at.column };
   });
   const shifts = sessions.map(sessionShift);

@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import type { PointValueCase } from './point-values.ts';
 import { MALFORMED, PointWire, TWO_32, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
 import { timestampMicros, type Locate, type ValueExtra, type WideBatchBuilder } from './wide-batch.ts';
@@ -28,8 +28,8 @@ const VALUE_CASE: Record<number, PointValueCase> = {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 // Unlocated: the wide path has always answered a malformed point without naming it.
-function malformed(): ApiError {
-  return new ApiError('invalid_request', MALFORMED);
+function malformed(): ServiceError {
+  return new ServiceError('invalid_request', MALFORMED);
 }
 
 function signed64(lo: number, hi: number): { num: number; big: bigint | undefined } {
@@ -106,7 +106,7 @@ function decodePointInto(builder: WideBatchBuilder, r: PointWire, end: number, l
             try {
               extra = utf8.decode(r.buf.subarray(start, stop));
             } catch {
-              throw new ApiError('invalid_request', `${locate(at)}: the string value is not valid UTF-8`);
+              throw new ServiceError('invalid_request', `${locate(at)}: the string value is not valid UTF-8`);
             }
           } else if (field !== 13) extra = r.buf.subarray(start, stop);
           break;
@@ -127,13 +127,13 @@ function decodePointInto(builder: WideBatchBuilder, r: PointWire, end: number, l
     try {
       id = utf8.decode(r.buf.subarray(channelStart, channelEnd));
     } catch {
-      throw new ApiError('invalid_request', `${locate(at)}: channel_id is not valid UTF-8`);
+      throw new ServiceError('invalid_request', `${locate(at)}: channel_id is not valid UTF-8`);
     }
     return builder.ignore(id);
   }
-  if (frameSeq) throw new ApiError('invalid_request', `${locate(at)}: frame_seq must be 0 outside mavlink-raw-v1 streams`);
+  if (frameSeq) throw new ServiceError('invalid_request', `${locate(at)}: frame_seq must be 0 outside mavlink-raw-v1 streams`);
   const us = timestampMicros(seconds, seconds === undefined ? undefined : nanos, locate, at);
-  if (kind === undefined) throw new ApiError('invalid_request', `${locate(at)}: the point carries no value (the \`type\` oneof is unset)`);
+  if (kind === undefined) throw new ServiceError('invalid_request', `${locate(at)}: the point carries no value (the \`type\` oneof is unset)`);
   builder.put(us, channel, kind, num, extra, locate, at);
 }
 

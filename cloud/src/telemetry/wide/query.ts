@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { ApiError, notFound } from '../../http/api-error.ts';
+import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
 import { m4FromColumns, mergeM4, type M4, type M4Columns } from '../series/m4.ts';
@@ -26,18 +26,18 @@ const CHANNEL_INDEX = /^(0|[1-9][0-9]{0,8})$/;
 
 /** Resolve requested channel ids to numeric columns, failing on the first that cannot be charted. */
 export function resolveQueryColumns(channelIds: readonly string[], columns: ReadonlyMap<number, WideColumnInfo>): WideColumnInfo[] {
-  if (channelIds.length === 0) throw new ApiError('invalid_request', 'channel_ids is empty: name at least one channel index');
+  if (channelIds.length === 0) throw new ServiceError('invalid_request', 'channel_ids is empty: name at least one channel index');
   if (channelIds.length > MAX_CHANNELS_PER_QUERY) {
-    throw new ApiError('invalid_request', `channel_ids names ${channelIds.length} channels; at most ${MAX_CHANNELS_PER_QUERY} per query`);
+    throw new ServiceError('invalid_request', `channel_ids names ${channelIds.length} channels; at most ${MAX_CHANNELS_PER_QUERY} per query`);
   }
   return channelIds.map((id, i) => {
     if (!CHANNEL_INDEX.test(id)) {
-      throw new ApiError('invalid_request', `channel_ids[${i}]: "${id}" is not a channel index; wide channels are addressed by the N of ch_N, not by UUID or name`);
+      throw new ServiceError('invalid_request', `channel_ids[${i}]: "${id}" is not a channel index; wide channels are addressed by the N of ch_N, not by UUID or name`);
     }
     const column = columns.get(Number(id));
     if (!column) throw notFound(`channel_ids[${i}]: channel ${id} (ch_${id}) has no physical column in this dataset`);
     if (!column.numeric) {
-      throw new ApiError('invalid_request', `channel_ids[${i}]: channel ${id} stores ${column.physicalType}; Query reads numeric and boolean channels only`);
+      throw new ServiceError('invalid_request', `channel_ids[${i}]: channel ${id} stores ${column.physicalType}; Query reads numeric and boolean channels only`);
     }
     return column;
   });
@@ -46,7 +46,7 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
 /** Per channel, at most `maxPoints` samples keeping the chart's shape, and the exact raw count. */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[]): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
-    throw new ApiError('invalid_request', '`from` is after `to`');
+    throw new ServiceError('invalid_request', '`from` is after `to`');
   }
   return mapLimit(columns, READS_PER_QUERY, async (column, i) => {
     const { samples, rawPoints } = await querySeries(db, query, column);

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { TelemetryPointSchema, type TelemetryPoint } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { ACCEPTED_CASES, type PointValueCase } from './point-values.ts';
 import { channelIndexOf, UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
@@ -51,7 +51,7 @@ describe('value mapping: every member into every column type', () => {
         const builder = new WideBatchBuilder(writableColumns(wideChannelRows(TYPES)));
         const add = () => builder.addPoint(point(String(col), SAMPLES[kind]), () => 'points[0]', 0);
         if (!accepted) {
-          expect(add).toThrow(ApiError);
+          expect(add).toThrow(ServiceError);
           expect(add).toThrow(/points\[0\]: channel \d: a \w+ value does not fit/);
           expect(builder.take().times).toHaveLength(0);
           return;

@@ -1,6 +1,6 @@
 import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_RANGE_MESSAGE, type TelemetryPoint } from '@sortie/contracts';
 import type { ChannelRow } from '../../db/schema.ts';
-import { ApiError } from '../../http/api-error.ts';
+import { ServiceError } from '../../platform/errors.ts';
 import { ACCEPTED_CASES, isNumericColumn, type PointValueCase } from './point-values.ts';
 import { quotedBytea, quotedText } from '../sql/sql-arrays.ts';
 
@@ -82,7 +82,7 @@ export function writableColumns(channels: readonly ChannelRow[]): Map<number, Wi
 }
 
 /** A point addressed a `ch_N` this dataset has no physical column for. Callers may refresh the channel list and retry. */
-export class UnknownColumnError extends ApiError {
+export class UnknownColumnError extends ServiceError {
   readonly channelIndex: number;
   constructor(message: string, channelIndex: number) {
     super('invalid_request', message);
@@ -358,8 +358,8 @@ function cellText(kind: PointValueCase, num: number, extra: ValueExtra): string 
   }
 }
 
-function invalid(locate: Locate, at: number, message: string): ApiError {
-  return new ApiError('invalid_request', `${locate(at)}: ${message}`);
+function invalid(locate: Locate, at: number, message: string): ServiceError {
+  return new ServiceError('invalid_request', `${locate(at)}: ${message}`);
 }
 
 /**
