@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['{contracts,client,cloud,edge-agent,cli,test,scripts}/**/*.test.ts'],
+    include: ['{contracts,client,cloud,console,edge-agent,cli,test,scripts}/**/*.test.ts'],
     exclude: ['**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

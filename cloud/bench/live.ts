@@ -16,7 +16,7 @@
 //      the same batch, heard by a plain NATS subscriber in this process;
 //   2. frame receipt → pixel drawn (pixel phase, BENCH_PIXEL_SECONDS, followers still on): the console in
 //      real Chromium open on the live dataset, from the batch sent (the server's receipt; on loopback)
-//      to the page's draw of the update reaching it (window.__sortieLive, cloud/console/src/follow.ts);
+//      to the page's draw of the update reaching it (window.__sortieLive, console/src/follow.ts);
 //      baseline: the Node followers' latency from the same send times;
 //   4. CPU per follower: the cloud process (and this database's PostgreSQL backends) over the followed
 //      interval, minus the mean of the two unfollowed ones, as % of one core.
