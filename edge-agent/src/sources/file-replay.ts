@@ -14,8 +14,8 @@
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { frameBootTime, MavlinkFramer, type CrcExtraLookup } from '@sortie/contracts/mavlink';
-import { agentClock, sleep } from '../clock.ts';
-import type { Clock } from '../clock.ts';
+import { agentClock, sleep } from '../core/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { PositionedFramer, PositionedTlogWalker } from '../framing/positioned-walkers.ts';
 import { CaptureClock } from './capture-clock.ts';
 import { ReplayPacer } from './replay-pacer.ts';

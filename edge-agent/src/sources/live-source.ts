@@ -1,8 +1,8 @@
 // What the live links (serial, UDP) have in common: bytes arrive when the vehicle sends them, are
 // stamped with the agent clock and queued for the pipeline, and the link never ends by itself.
 // Only how the bytes are received (and what the state line says) differs per link.
-import { agentClock } from '../clock.ts';
-import type { Clock } from '../clock.ts';
+import { agentClock } from '../core/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { ChunkQueue } from './chunk-queue.ts';
 import type { Source, SourceChunk, SourceKind, SourceStats } from './source.ts';
 

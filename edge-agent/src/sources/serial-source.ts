@@ -4,8 +4,8 @@
 // A radio unplugged mid-flight, or not plugged in yet when the agent starts, is normal in the field:
 // the source keeps trying to (re)open the port every `reopenMs` and says so in its state, instead of
 // exiting and losing the rest of the flight.
-import { sleep } from '../clock.ts';
-import type { Clock } from '../clock.ts';
+import { sleep } from '../core/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { LiveSource } from './live-source.ts';
 
 /** What the agent may do with a serial port: open, listen, close. Deliberately no write(). */

@@ -5,7 +5,7 @@
 import { createSocket } from 'node:dgram';
 import type { Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { LiveSource } from './live-source.ts';
 
 export interface UdpSourceOptions {

@@ -59,7 +59,7 @@ import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { changeFileDurably } from '../fs/fsync.ts';
-import { withDefaults } from '../option-defaults.ts';
+import { withDefaults } from '../core/option-defaults.ts';
 import { acquireDirLock } from './dir-lock.ts';
 import type { DirLock } from './dir-lock.ts';
 import {
