@@ -19,7 +19,7 @@ import { Spool } from './spool/spool.ts';
 import type { SpoolWarning } from './spool/spool.ts';
 import { StatusReporter } from './status/status-reporter.ts';
 import type { StatusOutput } from './status/status-reporter.ts';
-import { createUplink } from './uplink/uplink.ts';
+import { createUplink } from './uplink/create-uplink.ts';
 import type { SystemIds, Uplink } from './uplink/uplink.ts';
 
 export interface AgentIo {

@@ -9,24 +9,14 @@ import { basename, extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { FullPolicy } from './spool/spool.ts';
+import type { CloudConfig } from './uplink/uplink.ts';
+
+export type { CloudConfig };
 
 export type SourceSpec =
   | { readonly kind: 'serial'; readonly path: string; readonly baudRate: number }
   | { readonly kind: 'udp'; readonly host: string; readonly port: number }
   | { readonly kind: 'file'; readonly path: string; readonly format: 'tlog' | 'raw' };
-
-export interface CloudConfig {
-  /** Base URL of the HTTP API (dataset registration, annotations), e.g. https://sortie.example. */
-  readonly url: string;
-  /** The gRPC endpoint (StreamSubmit); by default the API's host on port 50051. */
-  readonly grpcUrl: string;
-  readonly apiKey: string;
-  readonly experimentId: string;
-  /** Dataset name prefix: one narrow dataset per system id, named `<sortie>-sys<id>`. */
-  readonly sortie: string;
-  /** Longest wait between reconnection attempts, ms. */
-  readonly retryMaxMs: number;
-}
 
 /** The gRPC port of the reference deployment (the spec's {grpc_host}:50051). */
 export const DEFAULT_GRPC_PORT = 50051;

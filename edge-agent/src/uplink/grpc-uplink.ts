@@ -27,11 +27,10 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { API_KEY_HEADER, TelemetryService } from '@sortie/contracts';
 import type { StreamSubmitResponse } from '@sortie/contracts';
-import { sleep } from '../clock.ts';
-import type { CloudConfig } from '../config.ts';
+import { sleep } from '../core/clock.ts';
 import type { QueuedLinkEvent } from '../link/link-event-queue.ts';
 import { linkEventKey } from '../link/link-event-queue.ts';
-import { withDefaults } from '../option-defaults.ts';
+import { withDefaults } from '../core/option-defaults.ts';
 import { decodeAgentRecord } from '../record/agent-record.ts';
 import { AckTracker } from './ack-tracker.ts';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.ts';
@@ -41,7 +40,7 @@ import type { CloudApi, CloudEvent } from './cloud-api.ts';
 import { DatasetRegistry } from './dataset-registry.ts';
 import { FrameSession, framePoint } from './stream-session.ts';
 import type { SubmitStream } from './stream-session.ts';
-import type { Uplink, UplinkInputs, UplinkState, UplinkStatus } from './uplink.ts';
+import type { CloudConfig, Uplink, UplinkInputs, UplinkState, UplinkStatus } from './uplink.ts';
 
 export interface GrpcUplinkOptions {
   /** Cut a session after this many frames (default 2,000). */

@@ -31,11 +31,22 @@
 // An outage of the cloud is never a link loss: link events come only from the vehicle link's
 // detector, and the uplink just keeps the spool draining when the cloud is back.
 import type { Logger } from 'pino';
-import type { CloudConfig } from '../config.ts';
 import type { LinkEventQueue } from '../link/link-event-queue.ts';
 import type { Spool } from '../spool/spool.ts';
-import { GrpcUplink } from './grpc-uplink.ts';
-import type { GrpcUplinkOptions } from './grpc-uplink.ts';
+
+/** Where the uplink sends, and as whom (from --cloud, --grpc, --api-key, --experiment, --sortie). */
+export interface CloudConfig {
+  /** Base URL of the HTTP API (dataset registration, annotations), e.g. https://sortie.example. */
+  readonly url: string;
+  /** The gRPC endpoint (StreamSubmit); by default the API's host on port 50051. */
+  readonly grpcUrl: string;
+  readonly apiKey: string;
+  readonly experimentId: string;
+  /** Dataset name prefix: one narrow dataset per system id, named `<sortie>-sys<id>`. */
+  readonly sortie: string;
+  /** Longest wait between reconnection attempts, ms. */
+  readonly retryMaxMs: number;
+}
 
 export interface SystemIds {
   list(): number[];
@@ -89,10 +100,4 @@ export function spoolOnlyUplink(): Uplink {
     async stop() {},
     status: () => ({ state: 'off', detail: 'spool only' }),
   };
-}
-
-/** The uplink for the configuration: spool only without a cloud, else the gRPC uplink. */
-export function createUplink(cloud: CloudConfig | null, options?: GrpcUplinkOptions): Uplink {
-  if (!cloud) return spoolOnlyUplink();
-  return new GrpcUplink(cloud, options);
 }
