@@ -12,8 +12,9 @@ import { AGENT_RECORD_MAX_BYTES, encodeAgentRecord } from '../record/agent-recor
 import { Spool } from '../spool/spool.ts';
 import { FakeCloud } from '../testing/fake-cloud.ts';
 import { DATASETS_FILE } from './dataset-registry.ts';
-import { GrpcUplink, isoFromUs, toAnnotation } from './grpc-uplink.ts';
+import { GrpcUplink } from './grpc-uplink.ts';
 import type { GrpcUplinkOptions } from './grpc-uplink.ts';
+import { isoFromUs, toAnnotation } from './link-event-sender.ts';
 
 const CLOUD: CloudConfig = {
   url: 'http://cloud.test',
