@@ -76,6 +76,8 @@ const pureTests = [
 ];
 
 export default defineConfig({
+  // The console's views (console/src/*.tsx) are TSX on Preact's automatic runtime, as esbuild bundles them.
+  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   test: {
     include: pureTests,
     exclude: ['**/node_modules/**', 'contracts/src/gen-freshness.test.ts'],

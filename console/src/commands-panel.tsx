@@ -1,13 +1,13 @@
 import type { ArmingRecord, CommandRecord, CommandTemplate, ConsoleSession, DeliveryAttempt } from '@sortie/contracts';
 import { ARMING_TTL_SECONDS, ACK_TIMEOUT_SECONDS } from '@sortie/contracts';
-import { h, type ComponentChildren, type VNode } from 'preact';
+import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { SortieApiError, type ConsoleApi } from './api.ts';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatIso, formatUtc } from './format.ts';
 import { relTimeText } from './marks.ts';
 import { mergeCommands } from './live.ts';
-import { need } from './scopes.ts';
+import { need } from './scopes.tsx';
 
 // Without a Follow stream (a key without telemetry:read, or while it reconnects), a queued command is
 // re-read at this period, so its status still shows within a second of changing.
@@ -98,42 +98,85 @@ export function CommandsPanel(props: Props): VNode<any> {
 
   const expiresIn = arming?.armed && arming.expiresAt ? Math.max(0, Math.round((Date.parse(arming.expiresAt) - now) / 1000)) : 0;
   const armed = arming?.armed === true && expiresIn > 0;
-  return h('section', { class: 'commands', 'aria-label': 'Commands' }, [
-    h('h3', null, 'Commands'),
-    read.note,
-    error ? h('p', { class: 'error', role: 'alert' }, error) : null,
-    h(ArmControls, { api, experimentId, datasetId, armed, expiresIn, write, act }),
-    h(CreateCommand, { api, experimentId, datasetId, write, act, templates: templates ?? [] }),
-    commands === undefined && !read.disabled ? h('p', { class: 'muted' }, 'Loading the command log…') : null,
-    commands && commands.length === 0 ? h('p', { class: 'muted' }, 'No commands logged on this dataset.') : null,
-    commands && commands.length > 0
-      ? h('table', { class: 'command-log' }, [
-          h('caption', null, "Command log, by relTime (seconds from the dataset's first sample; each command is marked there on the plots)"),
-          h('thead', null, h('tr', null, ['relTime', 'Command', 'Status', 'Times (UTC)', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
-          h(
-            'tbody',
-            null,
-            commands.map((c) => h(CommandRow, { key: c.id, api, session, command: c, origin: props.origin, armed, act, templates })),
-          ),
-        ])
-      : null,
-  ]);
+  return (
+    <section class="commands" aria-label="Commands">
+      <h3>Commands</h3>
+      {read.note}
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <ArmControls api={api} experimentId={experimentId} datasetId={datasetId} armed={armed} expiresIn={expiresIn} write={write} act={act} />
+      <CreateCommand api={api} experimentId={experimentId} datasetId={datasetId} write={write} act={act} templates={templates ?? []} />
+      {commands === undefined && !read.disabled ? <p class="muted">Loading the command log…</p> : null}
+      {commands && commands.length === 0 ? <p class="muted">No commands logged on this dataset.</p> : null}
+      {commands && commands.length > 0 ? (
+        <table class="command-log">
+          <caption>Command log, by relTime (seconds from the dataset's first sample; each command is marked there on the plots)</caption>
+          <thead>
+            <tr>
+              {['relTime', 'Command', 'Status', 'Times (UTC)', 'Actions'].map((t) => (
+                <th scope="col">{t}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {commands.map((c) => (
+              <CommandRow key={c.id} api={api} session={session} command={c} origin={props.origin} armed={armed} act={act} templates={templates} />
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
 }
 
-function ArmControls(props: { api: ConsoleApi; experimentId: string; datasetId: string; armed: boolean; expiresIn: number; write: ReturnType<typeof need>; act: (f: () => Promise<unknown>) => void }): VNode<any> {
+function ArmControls(props: {
+  api: ConsoleApi;
+  experimentId: string;
+  datasetId: string;
+  armed: boolean;
+  expiresIn: number;
+  write: ReturnType<typeof need>;
+  act: (f: () => Promise<unknown>) => void;
+}): VNode<any> {
   const [ttl, setTtl] = useState(String(ARMING_TTL_SECONDS.default));
   const { api, experimentId, datasetId } = props;
-  return h('div', { class: 'arming', role: 'group', 'aria-label': 'Arming' }, [
-    h('span', { class: `chip ${props.armed ? 'chip-armed' : 'chip-disarmed'}`, 'data-testid': 'arming-state' }, props.armed ? `Armed — expires in ${props.expiresIn} s` : 'Disarmed'),
-    h('label', { for: 'arm-ttl' }, 'TTL (s)'),
-    h('input', { id: 'arm-ttl', type: 'number', min: ARMING_TTL_SECONDS.min, max: ARMING_TTL_SECONDS.max, value: ttl, onInput: (e: Event) => setTtl((e.target as HTMLInputElement).value), disabled: props.write.disabled }),
-    h('button', { type: 'button', disabled: props.write.disabled, onClick: () => props.act(() => api.arm({ experimentId, datasetId, ttlSeconds: Number(ttl) })) }, 'Arm'),
-    h('button', { type: 'button', disabled: props.write.disabled || !props.armed, onClick: () => props.act(() => api.disarm(experimentId, datasetId)) }, 'Disarm'),
-    props.write.note,
-  ]);
+  return (
+    <div class="arming" role="group" aria-label="Arming">
+      <span class={`chip ${props.armed ? 'chip-armed' : 'chip-disarmed'}`} data-testid="arming-state">
+        {props.armed ? `Armed — expires in ${props.expiresIn} s` : 'Disarmed'}
+      </span>
+      <label for="arm-ttl">TTL (s)</label>
+      <input
+        id="arm-ttl"
+        type="number"
+        min={ARMING_TTL_SECONDS.min}
+        max={ARMING_TTL_SECONDS.max}
+        value={ttl}
+        onInput={(e: Event) => setTtl((e.target as HTMLInputElement).value)}
+        disabled={props.write.disabled}
+      />
+      <button type="button" disabled={props.write.disabled} onClick={() => props.act(() => api.arm({ experimentId, datasetId, ttlSeconds: Number(ttl) }))}>
+        Arm
+      </button>
+      <button type="button" disabled={props.write.disabled || !props.armed} onClick={() => props.act(() => api.disarm(experimentId, datasetId))}>
+        Disarm
+      </button>
+      {props.write.note}
+    </div>
+  );
 }
 
-function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId: string; write: ReturnType<typeof need>; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] }): VNode<any> {
+function CreateCommand(props: {
+  api: ConsoleApi;
+  experimentId: string;
+  datasetId: string;
+  write: ReturnType<typeof need>;
+  act: (f: () => Promise<unknown>) => void;
+  templates: CommandTemplate[];
+}): VNode<any> {
   const { templates } = props;
   const [templateKey, setTemplateKey] = useState('');
   const [text, setText] = useState('');
@@ -142,12 +185,11 @@ function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId
   const template = templates.find((t) => t.key === templateKey);
   const fields = useMemo(() => argFields(template?.argsSchema ?? null), [template]);
   const disabled = props.write.disabled;
-  return h(
-    'form',
-    {
-      class: 'create-command',
-      'aria-label': 'Log a command',
-      onSubmit: (e: Event) => {
+  return (
+    <form
+      class="create-command"
+      aria-label="Log a command"
+      onSubmit={(e: Event) => {
         e.preventDefault();
         props.act(async () => {
           await props.api.createCommand({
@@ -161,41 +203,90 @@ function CreateCommand(props: { api: ConsoleApi; experimentId: string; datasetId
           setText('');
           setValues({});
         });
-      },
-    },
-    [
-      h('label', { for: 'cmd-template' }, 'Template'),
-      h(
-        'select',
-        { id: 'cmd-template', value: templateKey, disabled, onChange: (e: Event) => (setTemplateKey((e.target as HTMLSelectElement).value), setValues({})) },
-        [h('option', { value: '' }, '(none: free-form)'), ...templates.map((t) => h('option', { value: t.key }, `${t.key}${t.destructive ? ' (destructive)' : ''}`))],
-      ),
-      h('label', { for: 'cmd-text' }, 'Command text'),
-      h('input', { id: 'cmd-text', value: text, disabled, placeholder: templateKey || 'e.g. TAKEOFF 20', onInput: (e: Event) => setText((e.target as HTMLInputElement).value) }),
-      h('label', { for: 'cmd-reltime', title: "seconds from the dataset's first sample" }, 'relTime (s from first sample)'),
-      h('input', { id: 'cmd-reltime', type: 'number', step: 'any', value: relTime, disabled, onInput: (e: Event) => setRelTime((e.target as HTMLInputElement).value) }),
-      ...fields.flatMap((f): VNode<any>[] => {
+      }}
+    >
+      <label for="cmd-template">Template</label>
+      <select
+        id="cmd-template"
+        value={templateKey}
+        disabled={disabled}
+        onChange={(e: Event) => (setTemplateKey((e.target as HTMLSelectElement).value), setValues({}))}
+      >
+        <option value="">(none: free-form)</option>
+        {templates.map((t) => (
+          <option value={t.key}>{`${t.key}${t.destructive ? ' (destructive)' : ''}`}</option>
+        ))}
+      </select>
+      <label for="cmd-text">Command text</label>
+      <input
+        id="cmd-text"
+        value={text}
+        disabled={disabled}
+        placeholder={templateKey || 'e.g. TAKEOFF 20'}
+        onInput={(e: Event) => setText((e.target as HTMLInputElement).value)}
+      />
+      <label for="cmd-reltime" title="seconds from the dataset's first sample">
+        relTime (s from first sample)
+      </label>
+      <input
+        id="cmd-reltime"
+        type="number"
+        step="any"
+        value={relTime}
+        disabled={disabled}
+        onInput={(e: Event) => setRelTime((e.target as HTMLInputElement).value)}
+      />
+      {fields.flatMap((f): VNode<any>[] => {
         const id = `arg-${f.name}`;
-        const label = h('label', { for: id }, `${f.name}${f.required ? ' *' : ''}${f.title ? ` — ${f.title}` : ''}`);
+        const label = <label for={id}>{`${f.name}${f.required ? ' *' : ''}${f.title ? ` — ${f.title}` : ''}`}</label>;
         const set = (e: Event) => setValues({ ...values, [f.name]: (e.target as HTMLInputElement).value });
         if (f.kind === 'enum' || f.kind === 'boolean') {
           const options = f.kind === 'boolean' ? ['true', 'false'] : f.options.map(String);
-          return [label, h('select', { id, value: values[f.name] ?? '', disabled, onChange: set }, [h('option', { value: '' }, '—'), ...options.map((o) => h('option', { value: o }, o))])];
+          return [
+            label,
+            <select id={id} value={values[f.name] ?? ''} disabled={disabled} onChange={set}>
+              <option value="">—</option>
+              {options.map((o) => (
+                <option value={o}>{o}</option>
+              ))}
+            </select>,
+          ];
         }
         return [
           label,
-          h('input', { id, type: f.kind === 'number' || f.kind === 'integer' ? 'number' : 'text', step: f.kind === 'integer' ? '1' : 'any', min: f.min, max: f.max, required: f.required, value: values[f.name] ?? '', disabled, onInput: set }),
+          <input
+            id={id}
+            // Preact types an input's props as a union by `type`; a type chosen at run time is either member.
+            type={(f.kind === 'number' || f.kind === 'integer' ? 'number' : 'text') as 'text'}
+            step={f.kind === 'integer' ? '1' : 'any'}
+            min={f.min}
+            max={f.max}
+            required={f.required}
+            value={values[f.name] ?? ''}
+            disabled={disabled}
+            onInput={set}
+          />,
         ];
-      }),
-      h('button', { type: 'submit', disabled: disabled || !(text || templateKey) }, 'Log command'),
-      props.write.note,
-    ],
+      })}
+      <button type="submit" disabled={disabled || !(text || templateKey)}>
+        Log command
+      </button>
+      {props.write.note}
+    </form>
   );
 }
 
 const STATUS_LABEL: Record<CommandRecord['status'], string> = { logged: 'logged', queued: 'queued', acked: 'acked', nacked: 'nacked', timed_out: 'timed out' };
 
-function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: CommandRecord; origin: number | undefined; armed: boolean; act: (f: () => Promise<unknown>) => void; templates: CommandTemplate[] | undefined }): VNode<any> {
+function CommandRow(props: {
+  api: ConsoleApi;
+  session: ConsoleSession;
+  command: CommandRecord;
+  origin: number | undefined;
+  armed: boolean;
+  act: (f: () => Promise<unknown>) => void;
+  templates: CommandTemplate[] | undefined;
+}): VNode<any> {
   const { command: c, api } = props;
   // Where the Dispatch… button was when clicked: the confirmation opens there.
   const [confirming, setConfirming] = useState<DOMRect | undefined>();
@@ -211,7 +302,11 @@ function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: 
     if (attempts !== undefined) api.deliveries(c.id).then(setAttempts, () => undefined);
   }, [c.status, c.deliveryAttempts]);
   // A template not (yet) known counts as destructive; a free-form command has no template to say so.
-  const destructive = c.templateKey ? (props.templates === undefined ? true : (props.templates.find((t) => t.key === c.templateKey)?.destructive ?? true)) : false;
+  const destructive = c.templateKey
+    ? props.templates === undefined
+      ? true
+      : (props.templates.find((t) => t.key === c.templateKey)?.destructive ?? true)
+    : false;
 
   const times = [
     ['issued', c.issuedAt],
@@ -223,86 +318,117 @@ function CommandRow(props: { api: ConsoleApi; session: ConsoleSession; command: 
   ].filter(([, t]) => t) as [string, string][];
   const close = () => (setConfirming(undefined), setTyped(''));
 
-  return h('tr', { 'data-command': c.id, 'data-status': c.status }, [
-    h('td', null, [
-      h('span', { class: 'reltime', title: "seconds from the dataset's first sample" }, relTimeText(c.relTime)),
-      // Where that puts it on the flight's time axis.
-      props.origin !== undefined ? h('div', { class: 'muted times', title: "where it stands on the flight's time axis (UTC)" }, formatUtc(props.origin + c.relTime).slice(11)) : null,
-    ]),
-    h('td', { class: 'command-text' }, [h('code', null, c.commandText), c.templateKey ? h('span', { class: 'muted' }, ` (${c.templateKey})`) : null, Object.keys(c.args).length ? h('div', { class: 'muted' }, JSON.stringify(c.args)) : null]),
-    h('td', null, [
-      h('span', { class: `chip chip-${c.status}`, 'data-testid': 'command-status' }, STATUS_LABEL[c.status]),
-      retracted ? h('span', { class: 'chip chip-retracted' }, 'retracted') : null,
-      c.statusDetail ? h('div', { class: 'muted' }, c.statusDetail) : null,
-    ]),
-    h('td', null, h('ul', { class: 'times' }, times.map(([label, t], i) => h('li', null, `${label}: ${shortTime(t, i === 0 ? undefined : c.issuedAt)}`)))),
-    h('td', null, [
-      h('div', { class: 'row-actions' }, [
-        h(
-          'button',
-          {
-            type: 'button',
-            disabled: write.disabled || !canDispatch || !props.armed,
-            title: !props.armed && !write.disabled ? 'Arm the dataset first' : undefined,
-            onClick: (e: MouseEvent) => setConfirming((e.currentTarget as HTMLElement).getBoundingClientRect()),
-          },
-          'Dispatch…',
-        ),
-        h('button', { type: 'button', disabled: write.disabled || !canDispatch, onClick: () => props.act(() => api.retractCommand(c.id, 'retracted in the console')) }, 'Retract'),
-        write.note,
-        h(
-          'button',
-          { type: 'button', disabled: hooksRead.disabled, 'aria-expanded': attempts !== undefined, onClick: () => (attempts === undefined ? api.deliveries(c.id).then(setAttempts, () => setAttempts([])) : setAttempts(undefined)) },
-          `Deliveries (${c.deliveryAttempts})`,
-        ),
-        hooksRead.note,
-      ]),
-      confirming
-        ? h(
-            ConfirmDialog,
-            { anchor: confirming, label: `Confirm dispatch of ${c.commandText}`, onClose: close },
-            h(
-              'form',
-              {
-                class: 'confirm',
-                onSubmit: (e: Event) => {
-                  e.preventDefault();
-                  close();
-                  props.act(() => api.dispatchCommand(c.id, Number(timeout)));
-                },
-              },
-              [
-                h('strong', null, `Dispatch ${c.commandText} (${relTimeText(c.relTime)})`),
-                h('label', { for: `timeout-${c.id}` }, 'Ack timeout (s)'),
-                h('input', { id: `timeout-${c.id}`, type: 'number', min: ACK_TIMEOUT_SECONDS.min, max: ACK_TIMEOUT_SECONDS.max, value: timeout, onInput: (e: Event) => setTimeoutSeconds((e.target as HTMLInputElement).value) }),
-                destructive ? h('label', { for: `typed-${c.id}` }, `Destructive: type "${c.commandText}" to confirm`) : h('p', null, `Send "${c.commandText}" to the vehicle's endpoints?`),
-                destructive ? h('input', { id: `typed-${c.id}`, value: typed, autocomplete: 'off', autofocus: true, onInput: (e: Event) => setTyped((e.target as HTMLInputElement).value) }) : null,
-                h('div', { class: 'row-actions' }, [
-                  h('button', { type: 'submit', disabled: destructive && typed !== c.commandText }, 'Confirm dispatch'),
-                  h('button', { type: 'button', onClick: close }, 'Cancel'),
-                ]),
-              ],
-            ),
-          )
-        : null,
-      attempts
-        ? h(
-            'ul',
-            { class: 'attempts', 'aria-label': 'Delivery attempts' },
-            attempts.length === 0
-              ? [h('li', { class: 'muted' }, 'No delivery attempts yet.')]
-              : attempts.map((a) =>
-                  h('li', { key: a.id }, [
-                    h('span', { class: `chip ${a.statusCode >= 200 && a.statusCode < 300 ? 'chip-acked' : 'chip-nacked'}` }, a.statusCode === 0 ? 'no answer' : `HTTP ${a.statusCode}`),
-                    ` #${a.attempt} ${a.durationMs} ms ${formatIso(a.attemptedAt)} → ${a.endpointUrl}`,
-                    a.error ? h('div', { class: 'error' }, a.error) : null,
-                    a.response ? h('pre', { class: 'excerpt' }, a.response.slice(0, 300)) : null,
-                  ]),
-                ),
-          )
-        : null,
-    ]),
-  ]);
+  return (
+    <tr data-command={c.id} data-status={c.status}>
+      <td>
+        <span class="reltime" title="seconds from the dataset's first sample">
+          {relTimeText(c.relTime)}
+        </span>
+        {props.origin !== undefined ? (
+          <div class="muted times" title="where it stands on the flight's time axis (UTC)">
+            {formatUtc(props.origin + c.relTime).slice(11)}
+          </div>
+        ) : null}
+      </td>
+      <td class="command-text">
+        <code>{c.commandText}</code>
+        {c.templateKey ? <span class="muted">{` (${c.templateKey})`}</span> : null}
+        {Object.keys(c.args).length ? <div class="muted">{JSON.stringify(c.args)}</div> : null}
+      </td>
+      <td>
+        <span class={`chip chip-${c.status}`} data-testid="command-status">
+          {STATUS_LABEL[c.status]}
+        </span>
+        {retracted ? <span class="chip chip-retracted">retracted</span> : null}
+        {c.statusDetail ? <div class="muted">{c.statusDetail}</div> : null}
+      </td>
+      <td>
+        <ul class="times">
+          {times.map(([label, t], i) => (
+            <li>{`${label}: ${shortTime(t, i === 0 ? undefined : c.issuedAt)}`}</li>
+          ))}
+        </ul>
+      </td>
+      <td>
+        <div class="row-actions">
+          <button
+            type="button"
+            disabled={write.disabled || !canDispatch || !props.armed}
+            title={!props.armed && !write.disabled ? 'Arm the dataset first' : undefined}
+            onClick={(e: MouseEvent) => setConfirming((e.currentTarget as HTMLElement).getBoundingClientRect())}
+          >
+            Dispatch…
+          </button>
+          <button type="button" disabled={write.disabled || !canDispatch} onClick={() => props.act(() => api.retractCommand(c.id, 'retracted in the console'))}>
+            Retract
+          </button>
+          {write.note}
+          <button
+            type="button"
+            disabled={hooksRead.disabled}
+            aria-expanded={attempts !== undefined}
+            onClick={() => (attempts === undefined ? api.deliveries(c.id).then(setAttempts, () => setAttempts([])) : setAttempts(undefined))}
+          >{`Deliveries (${c.deliveryAttempts})`}</button>
+          {hooksRead.note}
+        </div>
+        {confirming ? (
+          <ConfirmDialog anchor={confirming} label={`Confirm dispatch of ${c.commandText}`} onClose={close}>
+            <form
+              class="confirm"
+              onSubmit={(e: Event) => {
+                e.preventDefault();
+                close();
+                props.act(() => api.dispatchCommand(c.id, Number(timeout)));
+              }}
+            >
+              <strong>{`Dispatch ${c.commandText} (${relTimeText(c.relTime)})`}</strong>
+              <label for={`timeout-${c.id}`}>Ack timeout (s)</label>
+              <input
+                id={`timeout-${c.id}`}
+                type="number"
+                min={ACK_TIMEOUT_SECONDS.min}
+                max={ACK_TIMEOUT_SECONDS.max}
+                value={timeout}
+                onInput={(e: Event) => setTimeoutSeconds((e.target as HTMLInputElement).value)}
+              />
+              {destructive ? (
+                <label for={`typed-${c.id}`}>{`Destructive: type "${c.commandText}" to confirm`}</label>
+              ) : (
+                <p>{`Send "${c.commandText}" to the vehicle's endpoints?`}</p>
+              )}
+              {destructive ? (
+                <input id={`typed-${c.id}`} value={typed} autocomplete="off" autofocus onInput={(e: Event) => setTyped((e.target as HTMLInputElement).value)} />
+              ) : null}
+              <div class="row-actions">
+                <button type="submit" disabled={destructive && typed !== c.commandText}>
+                  Confirm dispatch
+                </button>
+                <button type="button" onClick={close}>
+                  Cancel
+                </button>
+              </div>
+            </form>
+          </ConfirmDialog>
+        ) : null}
+        {attempts ? (
+          <ul class="attempts" aria-label="Delivery attempts">
+            {attempts.length === 0
+              ? [<li class="muted">No delivery attempts yet.</li>]
+              : attempts.map((a) => (
+                  <li key={a.id}>
+                    <span class={`chip ${a.statusCode >= 200 && a.statusCode < 300 ? 'chip-acked' : 'chip-nacked'}`}>
+                      {a.statusCode === 0 ? 'no answer' : `HTTP ${a.statusCode}`}
+                    </span>
+                    {` #${a.attempt} ${a.durationMs} ms ${formatIso(a.attemptedAt)} → ${a.endpointUrl}`}
+                    {a.error ? <div class="error">{a.error}</div> : null}
+                    {a.response ? <pre class="excerpt">{a.response.slice(0, 300)}</pre> : null}
+                  </li>
+                ))}
+          </ul>
+        ) : null}
+      </td>
+    </tr>
+  );
 }
 
 /** A log time in UTC without its date when it is the same day as `sameDayAs`: the column stays narrow, one line each. */
@@ -328,5 +454,9 @@ function ConfirmDialog(props: { anchor: DOMRect; label: string; onClose: () => v
     d.style.left = `${Math.max(8, Math.min(right - width, anchor.left))}px`;
     d.style.top = `${anchor.bottom + 4 + height <= bottom ? anchor.bottom + 4 : Math.max(8, anchor.top - 4 - height)}px`;
   }, [props.anchor]);
-  return h('dialog', { ref: dialog, class: 'confirm-dialog', 'aria-label': props.label, onClose: props.onClose }, props.children);
+  return (
+    <dialog ref={dialog} class="confirm-dialog" aria-label={props.label} onClose={props.onClose}>
+      {props.children}
+    </dialog>
+  );
 }

@@ -1,21 +1,21 @@
 import type { Channel, CommandRecord, ConsoleSession, CreateImportResponse, Experiment, LogImport, TimelineEvent } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
-import { CommandsPanel } from './commands-panel.ts';
-import { DatasetFacts, useSummaries } from './dataset-facts.ts';
-import { FlightView } from './flight-view.ts';
+import { CommandsPanel } from './commands-panel.tsx';
+import { DatasetFacts, useSummaries } from './dataset-facts.tsx';
+import { FlightView } from './flight-view.tsx';
 import { liveTimings, useFollow, type Follow } from './follow.ts';
 import { formatIso, formatUtc, timestampSeconds } from './format.ts';
-import { ImportButton, ImportRows, useImports } from './imports-view.ts';
-import { LimitBanner } from './limit-banner.ts';
+import { ImportButton, ImportRows, useImports } from './imports-view.tsx';
+import { LimitBanner } from './limit-banner.tsx';
 import { isLive, limitsOf, LIVE_WINDOW_SECONDS, mergeEvents, worsened } from './live.ts';
 import { datasetKindLabel, flightSources, isLogDataset, logFacts, sourceSignals, type DatasetKind, type LogFact } from './log-flight.ts';
 import { marksOf } from './marks.ts';
-import { NewExperiment } from './new-experiment.ts';
-import { ParametersView, type FlightChoice } from './parameters-view.ts';
-import { Plot, type PlotAxis, type PlotWindow } from './plot.ts';
-import { need, type Need } from './scopes.ts';
+import { NewExperiment } from './new-experiment.tsx';
+import { ParametersView, type FlightChoice } from './parameters-view.tsx';
+import { Plot, type PlotAxis, type PlotWindow } from './plot.tsx';
+import { need, type Need } from './scopes.tsx';
 import { fieldOf, groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
 
@@ -106,7 +106,10 @@ export function DataView(props: Props): VNode<any> {
   const live = (d: Experiment['datasets'][number]) => isLive(d.lastDataAt, serverNow) && !isLogDataset(d) && !imported.has(d.id);
   // Every narrow flight, for the parameters' "Compare with…".
   const flights = useMemo<FlightChoice[]>(
-    () => (experiments ?? []).flatMap((e) => e.datasets.filter((d) => d.storageShape === 'narrow').map((d) => ({ id: d.id, name: d.name, experimentName: e.name }))),
+    () =>
+      (experiments ?? []).flatMap((e) =>
+        e.datasets.filter((d) => d.storageShape === 'narrow').map((d) => ({ id: d.id, name: d.name, experimentName: e.name })),
+      ),
     [experiments],
   );
 
@@ -116,80 +119,92 @@ export function DataView(props: Props): VNode<any> {
   }, [experiments, location.datasetId]);
 
   const readNeed = need(session.scopes, 'datasets:read');
-  return h('div', { class: 'data-view' }, [
-    h('aside', { class: 'browser', 'aria-label': 'Experiments and datasets' }, [
-      h('h2', null, 'Experiments'),
-      readNeed.note,
-      h(NewExperiment, { api, session, onCreated: (created) => setExperiments((held) => [created, ...(held ?? []).filter((e) => e.id !== created.id)]) }),
-      error ? h('p', { class: 'error', role: 'alert' }, error) : null,
-      experiments === undefined && canRead ? h('p', { class: 'muted' }, 'Loading…') : null,
-      experiments?.length === 0 ? h('p', { class: 'muted' }, 'No experiments yet.') : null,
-      h(
-        'ul',
-        { class: 'experiments' },
-        (experiments ?? []).map((e) =>
-          h('li', { key: e.id, class: `experiment${dropTarget === e.id ? ' drop-target' : ''}`, 'data-experiment': e.id, ...dropHandlers(e) }, [
-            h('span', { class: 'experiment-name' }, e.name),
-            dropTarget === e.id ? h('p', { class: 'drop-hint', 'aria-hidden': 'true' }, `Drop to import into ${e.name}`) : null,
-            h(
-              'ul',
-              { class: 'datasets' },
-              e.datasets.map((d) => {
-                const sys = systemIdOf(d.name);
-                const streaming = live(d);
-                return h('li', { key: d.id, 'data-live': String(streaming), 'data-dataset': d.id }, [
-                  h(
-                    'a',
-                    {
-                      href: `?experiment=${e.id}&dataset=${d.id}`,
-                      'aria-current': d.id === location.datasetId ? 'true' : undefined,
-                      onClick: (ev: Event) => {
-                        ev.preventDefault();
-                        navigate({ view: 'data', experimentId: e.id, datasetId: d.id, channels: [] });
-                      },
-                    },
-                    d.name,
-                  ),
-                  h('span', { class: 'muted' }, ` ${datasetKindLabel(d, sys)}`),
-                  streaming ? h('span', { class: 'live-badge', title: `data received ${formatIso(d.lastDataAt)}` }, 'live') : null,
-                  h(DatasetFacts, { summary: summaries.get(d.id), log: isLogDataset(d) }),
-                ]);
-              }),
-            ),
-            h(ImportButton, { experimentId: e.id, experimentName: e.name, need: importNeed, onFiles: (files: File[]) => imports.add(e.id, files) }),
-            h(ImportRows, {
-              rows: imports.rows.filter((r) => r.experimentId === e.id),
-              flightHref: (a: CreateImportResponse) => `?experiment=${a.experimentId}&dataset=${a.datasetId}`,
-              open: openFlight,
-              nameOf,
-              cancel: imports.cancel,
-              dismiss: imports.dismiss,
-            }),
-          ]),
-        ),
-      ),
-    ]),
-    dataset && location.experimentId
-      ? h(DatasetView, {
-          key: dataset.id,
-          api,
-          session,
-          experimentId: location.experimentId,
-          datasetId: dataset.id,
-          datasetName: dataset.name,
-          narrow: dataset.storageShape === 'narrow',
-          kind: dataset,
-          flights: flights.filter((f) => f.id !== dataset.id),
-          live: live(dataset),
-          location,
-          navigate,
-        })
-      : h(
-          'section',
-          { class: 'empty' },
-          h('p', { class: 'muted' }, experiments ? "Choose a dataset to browse its channels, or drop a vehicle's log (.ulg, .BIN, .tlog) on an experiment to import it." : ''),
-        ),
-  ]);
+  return (
+    <div class="data-view">
+      <aside class="browser" aria-label="Experiments and datasets">
+        <h2>Experiments</h2>
+        {readNeed.note}
+        <NewExperiment
+          api={api}
+          session={session}
+          onCreated={(created) => setExperiments((held) => [created, ...(held ?? []).filter((e) => e.id !== created.id)])}
+        />
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        {experiments === undefined && canRead ? <p class="muted">Loading…</p> : null}
+        {experiments?.length === 0 ? <p class="muted">No experiments yet.</p> : null}
+        <ul class="experiments">
+          {(experiments ?? []).map((e) => (
+            <li key={e.id} class={`experiment${dropTarget === e.id ? ' drop-target' : ''}`} data-experiment={e.id} {...dropHandlers(e)}>
+              <span class="experiment-name">{e.name}</span>
+              {dropTarget === e.id ? <p class="drop-hint" aria-hidden="true">{`Drop to import into ${e.name}`}</p> : null}
+              <ul class="datasets">
+                {e.datasets.map((d) => {
+                  const sys = systemIdOf(d.name);
+                  const streaming = live(d);
+                  return (
+                    <li key={d.id} data-live={String(streaming)} data-dataset={d.id}>
+                      <a
+                        href={`?experiment=${e.id}&dataset=${d.id}`}
+                        aria-current={d.id === location.datasetId ? 'true' : undefined}
+                        onClick={(ev: Event) => {
+                          ev.preventDefault();
+                          navigate({ view: 'data', experimentId: e.id, datasetId: d.id, channels: [] });
+                        }}
+                      >
+                        {d.name}
+                      </a>
+                      <span class="muted">{` ${datasetKindLabel(d, sys)}`}</span>
+                      {streaming ? (
+                        <span class="live-badge" title={`data received ${formatIso(d.lastDataAt)}`}>
+                          live
+                        </span>
+                      ) : null}
+                      <DatasetFacts summary={summaries.get(d.id)} log={isLogDataset(d)} />
+                    </li>
+                  );
+                })}
+              </ul>
+              <ImportButton experimentId={e.id} experimentName={e.name} need={importNeed} onFiles={(files: File[]) => imports.add(e.id, files)} />
+              <ImportRows
+                rows={imports.rows.filter((r) => r.experimentId === e.id)}
+                flightHref={(a: CreateImportResponse) => `?experiment=${a.experimentId}&dataset=${a.datasetId}`}
+                open={openFlight}
+                nameOf={nameOf}
+                cancel={imports.cancel}
+                dismiss={imports.dismiss}
+              />
+            </li>
+          ))}
+        </ul>
+      </aside>
+      {dataset && location.experimentId ? (
+        <DatasetView
+          key={dataset.id}
+          api={api}
+          session={session}
+          experimentId={location.experimentId}
+          datasetId={dataset.id}
+          datasetName={dataset.name}
+          narrow={dataset.storageShape === 'narrow'}
+          kind={dataset}
+          flights={flights.filter((f) => f.id !== dataset.id)}
+          live={live(dataset)}
+          location={location}
+          navigate={navigate}
+        />
+      ) : (
+        <section class="empty">
+          <p class="muted">
+            {experiments ? "Choose a dataset to browse its channels, or drop a vehicle's log (.ulg, .BIN, .tlog) on an experiment to import it." : ''}
+          </p>
+        </section>
+      )}
+    </div>
+  );
 }
 
 interface DatasetProps {
@@ -236,7 +251,10 @@ function DatasetView(props: DatasetProps): VNode<any> {
   const readChannels = () => api.channels(experimentId, datasetId).then(setChannels, (e: unknown) => setError(String(e instanceof Error ? e.message : e)));
   useEffect(() => {
     void readChannels();
-    api.events(experimentId, datasetId).then((list) => setEvents((held) => mergeEvents(list, held)), () => undefined);
+    api.events(experimentId, datasetId).then(
+      (list) => setEvents((held) => mergeEvents(list, held)),
+      () => undefined,
+    );
   }, [api, experimentId, datasetId]);
 
   useEffect(() => {
@@ -367,71 +385,110 @@ function DatasetView(props: DatasetProps): VNode<any> {
   // Memoized as one component vnode: a live frame re-renders this view, and a MAVLink flight's hundreds
   // of channel rows need not be compared again each time.
   const channelList = useMemo(
-    () =>
-      h(ChannelList, {
-        name: props.datasetName,
-        narrow: props.narrow,
-        span,
-        live: datasetLive,
-        facts,
-        tabs: props.narrow ? h(PanelTabs, { panel, onPanel: showPanel }) : null,
-        channels,
-        groups,
-        filter,
-        setFilter,
-        error,
-        location,
-        toggle,
-        telemetryNeed,
-      }),
+    () => (
+      <ChannelList
+        name={props.datasetName}
+        narrow={props.narrow}
+        span={span}
+        live={datasetLive}
+        facts={facts}
+        tabs={props.narrow ? <PanelTabs panel={panel} onPanel={showPanel} /> : null}
+        channels={channels}
+        groups={groups}
+        filter={filter}
+        setFilter={setFilter}
+        error={error}
+        location={location}
+        toggle={toggle}
+        telemetryNeed={telemetryNeed}
+      />
+    ),
     [span, datasetLive, facts, channels, groups, filter, error, location],
   );
-  return h('div', { class: 'dataset' }, [
-    channelList,
-    h('div', { class: 'workspace' }, [
-      parametersShown.current
-        ? h(
-            'div',
-            { role: 'tabpanel', id: 'panel-parameters', 'aria-labelledby': 'tab-parameters', hidden: panel !== 'parameters' },
-            h(ParametersView, { api, experimentId, datasetId, datasetName: props.datasetName, flights: props.flights }),
-          )
-        : null,
-      h('div', { role: props.narrow ? 'tabpanel' : undefined, id: 'panel-telemetry', 'aria-labelledby': props.narrow ? 'tab-telemetry' : undefined, hidden: panel === 'parameters' }, [
-        h(LimitBanner, { limits: store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits }),
-        datasetLive && canTelemetry
-          ? h(LiveBar, { follow, liveMode, head, channels: followIds.length, onPause: () => liveWindow && setWindow(liveWindow), onResume: () => setWindow(undefined) })
-          : null,
-        selected.length > 0
-          ? h('div', { class: 'export' }, [
-              h('button', { type: 'button', onClick: exportCsv, disabled: telemetryNeed.disabled }, liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'),
-              telemetryNeed.note,
-              exporting ? h('span', { role: 'status', class: 'muted' }, ` ${exporting}`) : null,
-            ])
-          : h('p', { class: 'muted' }, 'Tick channels to plot them; drag across a plot to zoom.'),
-        selected.length > 0
-          ? h(Plot, {
-              api,
-              experimentId,
-              datasetId,
-              channels: selected,
-              window: liveMode ? liveWindow : window,
-              onWindow: setWindow,
-              marks,
-              limits,
-              limitsNow: head,
-              live,
-              liveDataset: datasetLive,
-              onCursor: setCursor,
-              onSpan: (s: PlotWindow) => setSpan((known) => known ?? s),
-              onAxis: setAxis,
-            })
-          : null,
-        props.narrow ? h(FlightView, { api, experimentId, datasetId, sources, channelIds: flightIds, window: liveMode ? liveWindow : window, cursor, axis: selected.length > 0 ? axis : undefined, live }) : null,
-        // A vehicle's log is a flight that ended: nothing to arm or command.
-        isLogDataset(props.kind) ? null : h(CommandsPanel, { api, session, experimentId, datasetId, origin: firstSample, onCommands: setCommands, live: store && { commands: store.commands, seen: store.commandsSeen }, followed: follow?.status === 'following' }),
-      ]),
-    ]),
-  ]);
+  return (
+    <div class="dataset">
+      {channelList}
+      <div class="workspace">
+        {parametersShown.current ? (
+          <div role="tabpanel" id="panel-parameters" aria-labelledby="tab-parameters" hidden={panel !== 'parameters'}>
+            <ParametersView api={api} experimentId={experimentId} datasetId={datasetId} datasetName={props.datasetName} flights={props.flights} />
+          </div>
+        ) : null}
+        <div
+          role={props.narrow ? 'tabpanel' : undefined}
+          id="panel-telemetry"
+          aria-labelledby={props.narrow ? 'tab-telemetry' : undefined}
+          hidden={panel === 'parameters'}
+        >
+          <LimitBanner limits={store ? limits.map((l) => worsened(l, store.series.get(l.signal))) : limits} />
+          {datasetLive && canTelemetry ? (
+            <LiveBar
+              follow={follow}
+              liveMode={liveMode}
+              head={head}
+              channels={followIds.length}
+              onPause={() => liveWindow && setWindow(liveWindow)}
+              onResume={() => setWindow(undefined)}
+            />
+          ) : null}
+          {selected.length > 0 ? (
+            <div class="export">
+              <button type="button" onClick={exportCsv} disabled={telemetryNeed.disabled}>
+                {liveMode ? 'Export CSV of the plotted channels (live window)' : 'Export CSV of the plotted channels (visible window)'}
+              </button>
+              {telemetryNeed.note}
+              {exporting ? <span role="status" class="muted">{` ${exporting}`}</span> : null}
+            </div>
+          ) : (
+            <p class="muted">Tick channels to plot them; drag across a plot to zoom.</p>
+          )}
+          {selected.length > 0 ? (
+            <Plot
+              api={api}
+              experimentId={experimentId}
+              datasetId={datasetId}
+              channels={selected}
+              window={liveMode ? liveWindow : window}
+              onWindow={setWindow}
+              marks={marks}
+              limits={limits}
+              limitsNow={head}
+              live={live}
+              liveDataset={datasetLive}
+              onCursor={setCursor}
+              onSpan={(s: PlotWindow) => setSpan((known) => known ?? s)}
+              onAxis={setAxis}
+            />
+          ) : null}
+          {props.narrow ? (
+            <FlightView
+              api={api}
+              experimentId={experimentId}
+              datasetId={datasetId}
+              sources={sources}
+              channelIds={flightIds}
+              window={liveMode ? liveWindow : window}
+              cursor={cursor}
+              axis={selected.length > 0 ? axis : undefined}
+              live={live}
+            />
+          ) : null}
+          {isLogDataset(props.kind) ? null : (
+            <CommandsPanel
+              api={api}
+              session={session}
+              experimentId={experimentId}
+              datasetId={datasetId}
+              origin={firstSample}
+              onCommands={setCommands}
+              live={store && { commands: store.commands, seen: store.commandsSeen }}
+              followed={follow?.status === 'following'}
+            />
+          )}
+        </div>
+      </div>
+    </div>
+  );
 }
 
 const PANELS = [
@@ -448,17 +505,25 @@ function PanelTabs(props: { panel: ConsoleLocation['panel']; onPanel: (panel: Co
     props.onPanel(next.panel);
     document.getElementById(`tab-${next.id}`)?.focus();
   };
-  return h(
-    'div',
-    { role: 'tablist', 'aria-label': "The flight's views", class: 'panel-tabs', onKeyDown },
-    PANELS.map((p) => {
-      const selected = p.panel === props.panel;
-      return h(
-        'button',
-        { type: 'button', role: 'tab', id: `tab-${p.id}`, 'aria-selected': String(selected), 'aria-controls': `panel-${p.id}`, tabIndex: selected ? 0 : -1, onClick: () => props.onPanel(p.panel) },
-        p.label,
-      );
-    }),
+  return (
+    <div role="tablist" aria-label="The flight's views" class="panel-tabs" onKeyDown={onKeyDown}>
+      {PANELS.map((p) => {
+        const selected = p.panel === props.panel;
+        return (
+          <button
+            type="button"
+            role="tab"
+            id={`tab-${p.id}`}
+            aria-selected={selected ? 'true' : 'false'}
+            aria-controls={`panel-${p.id}`}
+            tabIndex={selected ? 0 : -1}
+            onClick={() => props.onPanel(p.panel)}
+          >
+            {p.label}
+          </button>
+        );
+      })}
+    </div>
   );
 }
 
@@ -466,7 +531,14 @@ function PanelTabs(props: { panel: ConsoleLocation['panel']; onPanel: (panel: Co
  * Following or not, and the one control that changes it: Pause (keeps the window shown, as a zoom
  * does) while live, Resume live otherwise. The state is text, not only colour.
  */
-function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: number | undefined; channels: number; onPause: () => void; onResume: () => void }): VNode<any> {
+function LiveBar(props: {
+  follow: Follow | undefined;
+  liveMode: boolean;
+  head: number | undefined;
+  channels: number;
+  onPause: () => void;
+  onResume: () => void;
+}): VNode<any> {
   const status = props.follow?.status;
   const state = !props.liveMode ? 'Paused' : status === 'following' ? 'Live' : status === 'failed' ? 'Not following' : 'Connecting…';
   const detail = !props.liveMode
@@ -480,13 +552,23 @@ function LiveBar(props: { follow: Follow | undefined; liveMode: boolean; head: n
           : props.channels === 0
             ? 'events and commands; tick channels to follow them'
             : 'waiting for the first samples';
-  return h('div', { class: `live-bar ${props.liveMode ? 'is-live' : 'is-paused'}`, role: 'group', 'aria-label': 'Live following' }, [
-    h('span', { class: 'live-state', 'data-testid': 'live-state', 'data-state': props.liveMode ? 'live' : 'paused' }, state),
-    h('span', { class: 'muted' }, detail),
-    props.liveMode
-      ? h('button', { type: 'button', onClick: props.onPause, disabled: props.head === undefined }, 'Pause')
-      : h('button', { type: 'button', class: 'resume-live', onClick: props.onResume }, 'Resume live'),
-  ]);
+  return (
+    <div class={`live-bar ${props.liveMode ? 'is-live' : 'is-paused'}`} role="group" aria-label="Live following">
+      <span class="live-state" data-testid="live-state" data-state={props.liveMode ? 'live' : 'paused'}>
+        {state}
+      </span>
+      <span class="muted">{detail}</span>
+      {props.liveMode ? (
+        <button type="button" onClick={props.onPause} disabled={props.head === undefined}>
+          Pause
+        </button>
+      ) : (
+        <button type="button" class="resume-live" onClick={props.onResume}>
+          Resume live
+        </button>
+      )}
+    </div>
+  );
 }
 
 interface ChannelListProps {
@@ -511,51 +593,65 @@ interface ChannelListProps {
 
 function ChannelList(props: ChannelListProps): VNode<any> {
   const { channels, groups, filter, location, telemetryNeed } = props;
-  return h('section', { class: 'channels', 'aria-label': 'Channels' }, [
-    h('h2', null, props.name),
-    props.span
-      ? h('p', { class: 'muted', 'data-testid': 'dataset-span' }, `${formatIso(new Date(props.span.from * 1000).toISOString())} → ${props.live ? 'streaming' : formatIso(new Date(props.span.to * 1000).toISOString())}`)
-      : null,
-    props.facts.length > 0
-      ? h(
-          'dl',
-          { class: 'log-facts', 'aria-label': 'The vehicle, as its log describes it' },
-          props.facts.flatMap((f) => [h('dt', { key: `t${f.label}` }, f.label), h('dd', { key: `d${f.label}`, 'data-fact': f.label }, f.value)]),
-        )
-      : null,
-    props.tabs,
-    h('label', { for: 'channel-filter' }, 'Filter channels'),
-    h('input', { id: 'channel-filter', type: 'search', value: filter, placeholder: props.narrow ? 'e.g. attitude roll' : 'name, unit or type', onInput: (e: Event) => props.setFilter((e.target as HTMLInputElement).value) }),
-    props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
-    channels === undefined && !props.error ? h('p', { class: 'muted' }, 'Loading channels…') : null,
-    h(
-      'div',
-      { class: 'channel-groups' },
-      groups.map((g) =>
-        h('details', { key: g.message, open: groups.length <= 3 || filter.length > 0 || g.channels.some((c) => location.channels.includes(c.hypertableColName)) }, [
-          h('summary', null, `${g.message || 'Channels'} (${g.channels.length})`),
-          h(
-            'ul',
-            null,
-            g.channels.map((c) =>
-              h('li', { key: c.id }, [
-                h('label', null, [
-                  h('input', {
-                    type: 'checkbox',
-                    'data-channel': c.hypertableColName,
-                    checked: location.channels.includes(c.hypertableColName),
-                    disabled: telemetryNeed.disabled || !plottable(c),
-                    onChange: (e: Event) => props.toggle(c.hypertableColName, (e.target as HTMLInputElement).checked),
-                  }),
-                  ` ${g.message ? fieldOf(c.name) : c.name}`,
-                ]),
-                h('span', { class: 'muted' }, ` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`),
-              ]),
-            ),
-          ),
-        ]),
-      ),
-    ),
-    telemetryNeed.note,
-  ]);
+  return (
+    <section class="channels" aria-label="Channels">
+      <h2>{props.name}</h2>
+      {props.span ? (
+        <p
+          class="muted"
+          data-testid="dataset-span"
+        >{`${formatIso(new Date(props.span.from * 1000).toISOString())} → ${props.live ? 'streaming' : formatIso(new Date(props.span.to * 1000).toISOString())}`}</p>
+      ) : null}
+      {props.facts.length > 0 ? (
+        <dl class="log-facts" aria-label="The vehicle, as its log describes it">
+          {props.facts.flatMap((f) => [
+            <dt key={`t${f.label}`}>{f.label}</dt>,
+            <dd key={`d${f.label}`} data-fact={f.label}>
+              {f.value}
+            </dd>,
+          ])}
+        </dl>
+      ) : null}
+      {props.tabs}
+      <label for="channel-filter">Filter channels</label>
+      <input
+        id="channel-filter"
+        type="search"
+        value={filter}
+        placeholder={props.narrow ? 'e.g. attitude roll' : 'name, unit or type'}
+        onInput={(e: Event) => props.setFilter((e.target as HTMLInputElement).value)}
+      />
+      {props.error ? (
+        <p class="error" role="alert">
+          {props.error}
+        </p>
+      ) : null}
+      {channels === undefined && !props.error ? <p class="muted">Loading channels…</p> : null}
+      <div class="channel-groups">
+        {groups.map((g) => (
+          <details key={g.message} open={groups.length <= 3 || filter.length > 0 || g.channels.some((c) => location.channels.includes(c.hypertableColName))}>
+            <summary>{`${g.message || 'Channels'} (${g.channels.length})`}</summary>
+            <ul>
+              {g.channels.map((c) => (
+                <li key={c.id}>
+                  <label>
+                    <input
+                      type="checkbox"
+                      data-channel={c.hypertableColName}
+                      checked={location.channels.includes(c.hypertableColName)}
+                      disabled={telemetryNeed.disabled || !plottable(c)}
+                      onChange={(e: Event) => props.toggle(c.hypertableColName, (e.target as HTMLInputElement).checked)}
+                    />
+                    {` ${g.message ? fieldOf(c.name) : c.name}`}
+                  </label>
+                  <span class="muted">{` ${c.unit || '—'} · ${c.dataType}${plottable(c) ? '' : ' (exported, not plotted)'}`}</span>
+                </li>
+              ))}
+            </ul>
+          </details>
+        ))}
+      </div>
+      {telemetryNeed.note}
+    </section>
+  );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { factsOf, formatDuration, formatStart } from './dataset-facts.ts';
+import { factsOf, formatDuration, formatStart } from './dataset-facts.tsx';
 
 describe("a flight's facts in the list", () => {
   it('says a length as a test conductor does', () => {

@@ -2,7 +2,7 @@
 // when it ran, for how long, on what vehicle and autopilot, and how much it holds (GET /api/datasets/summary,
 // read once per dataset and again only when its telemetry moves on).
 import type { DatasetSummary, Experiment } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 
@@ -38,7 +38,10 @@ export function formatCount(n: number, unit: 'frame' | 'sample' | 'message'): st
  * The facts of one summary, in the order the list shows them; a fact not known yet is left out. A flight
  * imported from a vehicle's own log (`log`) stored log messages, not MAVLink frames, as its rows.
  */
-export function factsOf(s: DatasetSummary, log = false): Array<{ fact: 'date' | 'duration' | 'vehicle' | 'autopilot' | 'frames' | 'samples'; text: string; title: string }> {
+export function factsOf(
+  s: DatasetSummary,
+  log = false,
+): Array<{ fact: 'date' | 'duration' | 'vehicle' | 'autopilot' | 'frames' | 'samples'; text: string; title: string }> {
   const facts: ReturnType<typeof factsOf> = [];
   if (s.first && s.last) {
     facts.push({ fact: 'date', text: formatStart(s.first), title: `first sample ${s.first}` });
@@ -48,7 +51,8 @@ export function factsOf(s: DatasetSummary, log = false): Array<{ fact: 'date' | 
     facts.push({ fact: 'vehicle', text: s.vehicle.type, title: `MAV_TYPE ${s.vehicle.mavType}` });
     facts.push({ fact: 'autopilot', text: s.vehicle.autopilot, title: `MAV_AUTOPILOT ${s.vehicle.mavAutopilot}` });
   }
-  if (s.frames !== null) facts.push({ fact: 'frames', text: formatCount(s.frames, log ? 'message' : 'frame'), title: log ? 'log messages stored' : 'MAVLink frames stored' });
+  if (s.frames !== null)
+    facts.push({ fact: 'frames', text: formatCount(s.frames, log ? 'message' : 'frame'), title: log ? 'log messages stored' : 'MAVLink frames stored' });
   if (s.samples !== null) facts.push({ fact: 'samples', text: formatCount(s.samples, 'sample'), title: 'numeric samples stored' });
   return facts;
 }
@@ -57,13 +61,22 @@ export function DatasetFacts(props: { summary: DatasetSummary | undefined; log?:
   const { summary } = props;
   if (!summary) return null;
   const facts = factsOf(summary, props.log);
-  if (facts.length === 0) return h('div', { class: 'dataset-facts muted' }, 'no data yet');
+  if (facts.length === 0) return <div class="dataset-facts muted">no data yet</div>;
   // Two lines that each read whole in a narrow list: when (date, duration), then what (vehicle, autopilot, size).
-  const line = (kinds: readonly string[]) => facts.filter((f) => kinds.includes(f.fact)).map((f) => h('span', { key: f.fact, 'data-fact': f.fact, title: f.title }, f.text));
-  return h('div', { class: 'dataset-facts' }, [
-    h('div', { class: 'facts-line' }, line(['date', 'duration'])),
-    h('div', { class: 'facts-line' }, line(['vehicle', 'autopilot', 'frames', 'samples'])),
-  ]);
+  const line = (kinds: readonly string[]) =>
+    facts
+      .filter((f) => kinds.includes(f.fact))
+      .map((f) => (
+        <span key={f.fact} data-fact={f.fact} title={f.title}>
+          {f.text}
+        </span>
+      ));
+  return (
+    <div class="dataset-facts">
+      <div class="facts-line">{line(['date', 'duration'])}</div>
+      <div class="facts-line">{line(['vehicle', 'autopilot', 'frames', 'samples'])}</div>
+    </div>
+  );
 }
 
 const NONE_FINISHED: ReadonlySet<string> = new Set();
@@ -74,7 +87,11 @@ const NONE_FINISHED: ReadonlySet<string> = new Set();
  * flight costs one request per page. `finished` names flights whose import this page saw end: one listed
  * while its log was still being read is read again then.
  */
-export function useSummaries(api: ConsoleApi, experiments: readonly Experiment[] | undefined, finished: ReadonlySet<string> = NONE_FINISHED): ReadonlyMap<string, DatasetSummary> {
+export function useSummaries(
+  api: ConsoleApi,
+  experiments: readonly Experiment[] | undefined,
+  finished: ReadonlySet<string> = NONE_FINISHED,
+): ReadonlyMap<string, DatasetSummary> {
   const [summaries, setSummaries] = useState<ReadonlyMap<string, DatasetSummary>>(new Map());
   // What was asked for each dataset (its lastDataAt when asked, and when, and whether it was known
   // finished), so nothing is read twice for one state, and a streaming flight at most every LIVE_REREAD_MS.

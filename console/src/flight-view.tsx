@@ -1,11 +1,11 @@
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi, QuerySeries } from './api.ts';
 import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
 import { joinTail, valuesAt, type LiveSeries } from './live.ts';
 import { sourceSignals, sourceSpans, type FlightSources } from './log-flight.ts';
-import { ModeBand } from './mode-band.ts';
-import type { PlotAxis, PlotWindow } from './plot.ts';
+import { ModeBand } from './mode-band.tsx';
+import type { PlotAxis, PlotWindow } from './plot.tsx';
 
 // Enough for a long flight's track to arrive whole; a path is drawn, not pixels per point.
 const MAX_POINTS = 20_000;
@@ -68,7 +68,10 @@ export function FlightView(props: Props): VNode<any> {
       return s ? `${s.times.length}:${s.times[s.times.length - 1]}` : '';
     })
     .join();
-  const series = useMemo(() => read && new Map(all.map((id) => [id, joinTail(read.get(id) ?? NONE, props.live?.series.get(id))])), [read, props.live?.series, grown]);
+  const series = useMemo(
+    () => read && new Map(all.map((id) => [id, joinTail(read.get(id) ?? NONE, props.live?.series.get(id))])),
+    [read, props.live?.series, grown],
+  );
   // Rebuilt when a fix or a mode sample was added, not on every frame.
   const source = props.sources.track;
   const lat = source && series?.get(source.lat);
@@ -95,7 +98,10 @@ export function FlightView(props: Props): VNode<any> {
 
   const geometry = useMemo(() => {
     if (!track || track.x.length === 0) return undefined;
-    let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
+    let minX = Infinity,
+      maxX = -Infinity,
+      minY = Infinity,
+      maxY = -Infinity;
     for (let i = 0; i < track.x.length; i++) {
       minX = Math.min(minX, track.x[i]!);
       maxX = Math.max(maxX, track.x[i]!);
@@ -123,32 +129,45 @@ export function FlightView(props: Props): VNode<any> {
 
   // On the plots' axis when there are plots (the same pixels for the same instant), else across the width.
   const band = props.axis ? { from: props.axis.min, to: props.axis.max } : (props.window ?? range);
-  return h('section', { class: 'flight', 'aria-label': 'Flight' }, [
-    h('h3', null, 'Flight'),
-    error ? h('p', { class: 'error', role: 'alert' }, `Flight data unavailable: ${error}`) : null,
-    read && !source ? h('p', { class: 'muted', 'data-testid': 'no-position' }, 'No position in this log (no global position or GPS message).') : null,
-    source && track && track.x.length === 0 ? h('p', { class: 'muted', 'data-testid': 'no-position' }, `No GPS fix in ${source.label}.`) : null,
-    band && band.to > band.from && spans.length > 0 ? h(ModeBand, { spans, range: band, axis: props.axis, end: range?.to }) : null,
-    geometry
-      ? h('figure', { class: 'track' }, [
-          h('svg', { viewBox: `0 0 ${SIZE} ${SIZE}`, width: SIZE, height: SIZE, role: 'img', 'aria-label': `GPS track from ${source!.label}, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`, 'data-fixes': track!.x.length, 'data-source': source!.label }, [
-            h('rect', { x: 0, y: 0, width: SIZE, height: SIZE, class: 'track-bg' }),
-            h('path', { d: geometry.d, class: 'track-path' }),
-            // A scale bar and north: without map tiles, they are what tells the track's size and heading.
-            ...scaleBar(geometry.extent),
-            h('text', { x: SIZE - 10, y: 18, class: 'track-north', 'text-anchor': 'end' }, 'N ↑'),
-            marker ? h('circle', { cx: marker.x, cy: marker.y, r: 6, class: 'track-marker', 'data-testid': 'track-marker' }) : null,
-          ]),
-          h(
-            'figcaption',
-            { class: 'muted' },
-            marker
+  return (
+    <section class="flight" aria-label="Flight">
+      <h3>Flight</h3>
+      {error ? <p class="error" role="alert">{`Flight data unavailable: ${error}`}</p> : null}
+      {read && !source ? (
+        <p class="muted" data-testid="no-position">
+          No position in this log (no global position or GPS message).
+        </p>
+      ) : null}
+      {source && track && track.x.length === 0 ? <p class="muted" data-testid="no-position">{`No GPS fix in ${source.label}.`}</p> : null}
+      {band && band.to > band.from && spans.length > 0 ? <ModeBand spans={spans} range={band} axis={props.axis} end={range?.to} /> : null}
+      {geometry ? (
+        <figure class="track">
+          <svg
+            viewBox={`0 0 ${SIZE} ${SIZE}`}
+            width={SIZE}
+            height={SIZE}
+            role="img"
+            aria-label={`GPS track from ${source!.label}, ${track!.x.length} fixes, ${Math.round(geometry.extent / 1.1)} m across`}
+            data-fixes={track!.x.length}
+            data-source={source!.label}
+          >
+            <rect x={0} y={0} width={SIZE} height={SIZE} class="track-bg" />
+            <path d={geometry.d} class="track-path" />
+            {scaleBar(geometry.extent)}
+            <text x={SIZE - 10} y={18} class="track-north" text-anchor="end">
+              N ↑
+            </text>
+            {marker ? <circle cx={marker.x} cy={marker.y} r={6} class="track-marker" data-testid="track-marker" /> : null}
+          </svg>
+          <figcaption class="muted">
+            {marker
               ? `${props.cursor === undefined ? 'Latest fix' : 'At cursor'}: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix`
-              : 'Local metres from the first fix; hover the plots to follow the vehicle.',
-          ),
-        ])
-      : null,
-  ]);
+              : 'Local metres from the first fix; hover the plots to follow the vehicle.'}
+          </figcaption>
+        </figure>
+      ) : null}
+    </section>
+  );
 }
 
 /** A round-length bar at the bottom left of the track, at most a quarter of the square's width. */
@@ -157,7 +176,7 @@ function scaleBar(extent: number) {
   const width = (metres / extent) * SIZE;
   const y = SIZE - 14;
   return [
-    h('path', { d: `M10 ${y - 4}V${y}H${(10 + width).toFixed(1)}V${y - 4}`, class: 'track-scale' }),
-    h('text', { x: 10, y: y - 7, class: 'track-scale-label', 'data-testid': 'track-scale' }, `${metres >= 1000 ? `${metres / 1000} km` : `${metres} m`}`),
+    <path d={`M10 ${y - 4}V${y}H${(10 + width).toFixed(1)}V${y - 4}`} class="track-scale" />,
+    <text x={10} y={y - 7} class="track-scale-label" data-testid="track-scale">{`${metres >= 1000 ? `${metres / 1000} km` : `${metres} m`}`}</text>,
   ];
 }

@@ -4,11 +4,11 @@
 // brought or why it failed. Files go one at a time, in the order given: the service reads each log whole,
 // and a second upload at once would only slow the first.
 import type { CreateImportResponse } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useCallback, useRef, useState } from 'preact/hooks';
 import { SortieApiError, type ConsoleApi, type ImportUpload } from './api.ts';
 import { formatBytes, importOutcome, progressState, progressValue, statusText, type ImportState } from './import-logic.ts';
-import type { Need } from './scopes.ts';
+import type { Need } from './scopes.tsx';
 
 export interface ImportRow {
   id: number;
@@ -44,25 +44,30 @@ export function useImports(api: ConsoleApi, onImported: (answer: CreateImportRes
     const upload = api.importLog(row.experimentId, row.file, (p) => set(row.id, progressState(p, row.file.size)));
     running.current = { id: row.id, upload };
     set(row.id, { state: 'uploading', bytes: 0, totalBytes: row.file.size });
-    upload.done.then(
-      (answer) => {
-        set(row.id, { state: 'done', answer });
-        notify.current(answer);
-      },
-      (e: unknown) => set(row.id, e instanceof DOMException && e.name === 'AbortError' ? { state: 'cancelled' } : { state: 'failed', message: message(e) }),
-    ).finally(() => {
-      running.current = undefined;
-      next();
-    });
+    upload.done
+      .then(
+        (answer) => {
+          set(row.id, { state: 'done', answer });
+          notify.current(answer);
+        },
+        (e: unknown) => set(row.id, e instanceof DOMException && e.name === 'AbortError' ? { state: 'cancelled' } : { state: 'failed', message: message(e) }),
+      )
+      .finally(() => {
+        running.current = undefined;
+        next();
+      });
   };
 
-  const add = useCallback((experimentId: string, files: Iterable<File>) => {
-    const added = [...files].map((file) => ({ id: nextId++, experimentId, file, status: { state: 'waiting' } as ImportState }));
-    if (added.length === 0) return;
-    setRows((held) => [...held, ...added]);
-    queue.current.push(...added);
-    next();
-  }, [api]);
+  const add = useCallback(
+    (experimentId: string, files: Iterable<File>) => {
+      const added = [...files].map((file) => ({ id: nextId++, experimentId, file, status: { state: 'waiting' } as ImportState }));
+      if (added.length === 0) return;
+      setRows((held) => [...held, ...added]);
+      queue.current.push(...added);
+      next();
+    },
+    [api],
+  );
 
   const cancel = useCallback((id: number) => {
     if (running.current?.id === id) {
@@ -84,25 +89,29 @@ export function useImports(api: ConsoleApi, onImported: (answer: CreateImportRes
  */
 export function ImportButton(props: { experimentId: string; experimentName: string; need: Need; onFiles: (files: File[]) => void }): VNode<any> {
   const id = `import-${props.experimentId}`;
-  return h('div', { class: 'import-button' }, [
-    h('label', { for: id, class: props.need.disabled ? 'disabled' : undefined }, 'Import log…'),
-    h('input', {
-      id,
-      type: 'file',
-      multiple: true,
-      class: 'sr-only',
-      accept: '.ulg,.bin,.tlog',
-      disabled: props.need.disabled,
-      'aria-label': `Import log files into ${props.experimentName}`,
-      onChange: (e: Event) => {
-        const input = e.target as HTMLInputElement;
-        props.onFiles([...(input.files ?? [])]);
-        // The same file chosen again is a new choice (the service answers it as already imported).
-        input.value = '';
-      },
-    }),
-    props.need.note,
-  ]);
+  return (
+    <div class="import-button">
+      <label for={id} class={props.need.disabled ? 'disabled' : undefined}>
+        Import log…
+      </label>
+      <input
+        id={id}
+        type="file"
+        multiple
+        class="sr-only"
+        accept=".ulg,.bin,.tlog"
+        disabled={props.need.disabled}
+        aria-label={`Import log files into ${props.experimentName}`}
+        onChange={(e: Event) => {
+          const input = e.target as HTMLInputElement;
+          props.onFiles([...(input.files ?? [])]);
+          // The same file chosen again is a new choice (the service answers it as already imported).
+          input.value = '';
+        }}
+      />
+      {props.need.note}
+    </div>
+  );
 }
 
 /** The rows of one experiment's imports, newest last. */
@@ -115,42 +124,64 @@ export function ImportRows(props: {
   dismiss: (id: number) => void;
 }): VNode<any> | null {
   if (props.rows.length === 0) return null;
-  return h(
-    'ul',
-    { class: 'imports', 'aria-label': 'Log imports' },
-    props.rows.map((row) => {
-      const s = row.status;
-      const value = progressValue(s);
-      const ended = s.state === 'done' || s.state === 'failed' || s.state === 'cancelled';
-      const answer = s.state === 'done' ? s.answer : undefined;
-      const outcome = answer ? importOutcome(answer) : undefined;
-      const flight = answer && (props.nameOf(answer.datasetId) ?? 'the flight');
-      const link = answer
-        ? h('a', { href: props.flightHref(answer), onClick: (e: Event) => (e.preventDefault(), props.open(answer)) }, answer.duplicate ? `open ${flight}` : `Open ${flight}`)
-        : null;
-      return h('li', { key: row.id, class: `import-row import-${s.state}`, 'data-state': s.state, 'data-file': row.file.name }, [
-        h('div', { class: 'import-file' }, [h('span', { class: 'import-name', title: row.file.name }, row.file.name), h('span', { class: 'muted' }, ` ${formatBytes(row.file.size)}`)]),
-        h('progress', { max: 1, ...(value !== undefined && { value }), 'aria-label': `Import of ${row.file.name}`, 'data-phase': s.state }),
-        // Announced when it ends, not at every step of the bar.
-        h('div', { class: s.state === 'failed' ? 'error' : 'import-status', role: ended ? (s.state === 'failed' ? 'alert' : 'status') : undefined, 'data-testid': 'import-status' }, [
-          statusText(s),
-          answer?.duplicate ? [': ', link] : null,
-        ]),
-        outcome && !answer!.duplicate
-          ? h('div', { class: 'import-outcome' }, [
-              h('div', { class: 'muted' }, outcome.facts.join(' · ')),
-              outcome.warnings.length > 0
-                ? h('details', { class: 'import-warnings' }, [h('summary', null, `${outcome.warnings.length} warning${outcome.warnings.length === 1 ? '' : 's'}`), h('ul', null, outcome.warnings.map((w, i) => h('li', { key: i }, w)))])
-                : null,
-              link,
-            ])
-          : null,
-        h(
-          'button',
-          { type: 'button', class: 'import-action', onClick: () => (ended ? props.dismiss(row.id) : props.cancel(row.id)), 'aria-label': `${ended ? 'Dismiss' : 'Cancel'} the import of ${row.file.name}` },
-          ended ? 'Dismiss' : 'Cancel',
-        ),
-      ]);
-    }),
+  return (
+    <ul class="imports" aria-label="Log imports">
+      {props.rows.map((row) => {
+        const s = row.status;
+        const value = progressValue(s);
+        const ended = s.state === 'done' || s.state === 'failed' || s.state === 'cancelled';
+        const answer = s.state === 'done' ? s.answer : undefined;
+        const outcome = answer ? importOutcome(answer) : undefined;
+        const flight = answer && (props.nameOf(answer.datasetId) ?? 'the flight');
+        const link = answer ? (
+          <a href={props.flightHref(answer)} onClick={(e: Event) => (e.preventDefault(), props.open(answer))}>
+            {answer.duplicate ? `open ${flight}` : `Open ${flight}`}
+          </a>
+        ) : null;
+        return (
+          <li key={row.id} class={`import-row import-${s.state}`} data-state={s.state} data-file={row.file.name}>
+            <div class="import-file">
+              <span class="import-name" title={row.file.name}>
+                {row.file.name}
+              </span>
+              <span class="muted">{` ${formatBytes(row.file.size)}`}</span>
+            </div>
+            <progress max={1} {...(value !== undefined && { value })} aria-label={`Import of ${row.file.name}`} data-phase={s.state} />
+            <div
+              class={s.state === 'failed' ? 'error' : 'import-status'}
+              role={ended ? (s.state === 'failed' ? 'alert' : 'status') : undefined}
+              data-testid="import-status"
+            >
+              {statusText(s)}
+              {answer?.duplicate ? [': ', link] : null}
+            </div>
+            {outcome && !answer!.duplicate ? (
+              <div class="import-outcome">
+                <div class="muted">{outcome.facts.join(' · ')}</div>
+                {outcome.warnings.length > 0 ? (
+                  <details class="import-warnings">
+                    <summary>{`${outcome.warnings.length} warning${outcome.warnings.length === 1 ? '' : 's'}`}</summary>
+                    <ul>
+                      {outcome.warnings.map((w, i) => (
+                        <li key={i}>{w}</li>
+                      ))}
+                    </ul>
+                  </details>
+                ) : null}
+                {link}
+              </div>
+            ) : null}
+            <button
+              type="button"
+              class="import-action"
+              onClick={() => (ended ? props.dismiss(row.id) : props.cancel(row.id))}
+              aria-label={`${ended ? 'Dismiss' : 'Cancel'} the import of ${row.file.name}`}
+            >
+              {ended ? 'Dismiss' : 'Cancel'}
+            </button>
+          </li>
+        );
+      })}
+    </ul>
   );
 }

@@ -1,4 +1,4 @@
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { formatUtc } from './format.ts';
 import { boundText, type LimitCrossing } from './live.ts';
 
@@ -14,17 +14,15 @@ function reading(v: number): string {
  */
 export function LimitBanner(props: { limits: LimitCrossing[] }): VNode<any> {
   const active = props.limits.filter((l) => l.active).sort((a, b) => (a.severity === b.severity ? a.start - b.start : a.severity === 'critical' ? -1 : 1));
-  return h(
-    'div',
-    { class: 'limit-banners', role: 'alert' },
-    active.map((l) =>
-      h('p', { key: l.id, class: `limit-banner limit-${l.severity}`, 'data-testid': 'limit-banner', 'data-severity': l.severity, 'data-event': l.id }, [
-        h('strong', null, l.severity === 'critical' ? 'CRITICAL' : 'WARNING'),
-        ' ',
-        h('span', { class: 'limit-what' }, `${l.label ?? l.signal} ${boundText(l)}`),
-        ` — worst ${reading(l.worstValue)}${l.unit ? ` ${l.unit}` : ''} at ${formatUtc(l.worstTime).slice(11)} UTC · since ${formatUtc(l.start).slice(11)} UTC`,
-        l.ruleName ? h('span', { class: 'limit-rule' }, ` · rule "${l.ruleName}"`) : null,
-      ]),
-    ),
+  return (
+    <div class="limit-banners" role="alert">
+      {active.map((l) => (
+        <p key={l.id} class={`limit-banner limit-${l.severity}`} data-testid="limit-banner" data-severity={l.severity} data-event={l.id}>
+          <strong>{l.severity === 'critical' ? 'CRITICAL' : 'WARNING'}</strong> <span class="limit-what">{`${l.label ?? l.signal} ${boundText(l)}`}</span>
+          {` — worst ${reading(l.worstValue)}${l.unit ? ` ${l.unit}` : ''} at ${formatUtc(l.worstTime).slice(11)} UTC · since ${formatUtc(l.start).slice(11)} UTC`}
+          {l.ruleName ? <span class="limit-rule">{` · rule "${l.ruleName}"`}</span> : null}
+        </p>
+      ))}
+    </div>
   );
 }

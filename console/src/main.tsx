@@ -3,12 +3,12 @@ import './zod-jitless.ts';
 import './styles.css';
 import 'uplot/dist/uPlot.min.css';
 import type { ConsoleSession } from '@sortie/contracts';
-import { h, render, type VNode } from 'preact';
+import { render, type VNode } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { createConsoleApi, type ConsoleApi } from './api.ts';
-import { DataView } from './data-view.ts';
+import { DataView } from './data-view.tsx';
 import { formatLocation, parseLocation, type ConsoleLocation } from './url-state.ts';
-import { WebhooksView } from './webhooks-view.ts';
+import { WebhooksView } from './webhooks-view.tsx';
 
 // The key lives only here: sessionStorage (gone when the tab closes), never localStorage, a cookie or the URL.
 const KEY_ITEM = 'sortie.apiKey';
@@ -48,58 +48,94 @@ function App(): VNode<any> {
     else history.pushState(null, '', url);
   }, []);
 
-  if (!api || !session) return h(SignIn, { onSubmit: signIn, error });
+  if (!api || !session) return <SignIn onSubmit={signIn} error={error} />;
 
   const signOut = () => {
     sessionStorage.removeItem(KEY_ITEM);
     setApi(undefined);
     setSession(undefined);
   };
-  return h('div', { class: 'shell' }, [
-    h('header', { class: 'top' }, [
-      h('span', { class: 'brand' }, 'Sortie'),
-      h('nav', { 'aria-label': 'Console' }, [
-        h('a', { href: '?', 'aria-current': location.view === 'data' ? 'page' : undefined, onClick: (e: Event) => (e.preventDefault(), navigate({ view: 'data', channels: [] })) }, 'Flights and data'),
-        h('a', { href: '?view=webhooks', 'aria-current': location.view === 'webhooks' ? 'page' : undefined, onClick: (e: Event) => (e.preventDefault(), navigate({ view: 'webhooks', channels: [] })) }, 'Webhooks'),
-      ]),
-      h('div', { class: 'who' }, [
-        h('span', { 'data-testid': 'organization' }, `Organization: ${session.organization.name || session.organization.id}`),
-        h('ul', { class: 'scopes', 'aria-label': "This key's scopes" }, session.scopes.map((s) => h('li', { key: s }, s))),
-        h('button', { type: 'button', onClick: signOut }, 'Sign out'),
-      ]),
-    ]),
-    h('main', { id: 'main' }, location.view === 'webhooks' ? h(WebhooksView, { api, session }) : h(DataView, { api, session, location, navigate })),
-  ]);
+  return (
+    <div class="shell">
+      <header class="top">
+        <span class="brand">Sortie</span>
+        <nav aria-label="Console">
+          <a
+            href="?"
+            aria-current={location.view === 'data' ? 'page' : undefined}
+            onClick={(e: Event) => (e.preventDefault(), navigate({ view: 'data', channels: [] }))}
+          >
+            Flights and data
+          </a>
+          <a
+            href="?view=webhooks"
+            aria-current={location.view === 'webhooks' ? 'page' : undefined}
+            onClick={(e: Event) => (e.preventDefault(), navigate({ view: 'webhooks', channels: [] }))}
+          >
+            Webhooks
+          </a>
+        </nav>
+        <div class="who">
+          <span data-testid="organization">{`Organization: ${session.organization.name || session.organization.id}`}</span>
+          <ul class="scopes" aria-label="This key's scopes">
+            {session.scopes.map((s) => (
+              <li key={s}>{s}</li>
+            ))}
+          </ul>
+          <button type="button" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main">
+        {location.view === 'webhooks' ? (
+          <WebhooksView api={api} session={session} />
+        ) : (
+          <DataView api={api} session={session} location={location} navigate={navigate} />
+        )}
+      </main>
+    </div>
+  );
 }
 
 function SignIn(props: { onSubmit: (key: string) => void; error: string }): VNode<any> {
   const [key, setKey] = useState('');
-  return h('main', { class: 'signin' }, [
-    h('h1', null, 'Sortie console'),
-    h(
-      'form',
-      {
-        onSubmit: (e: Event) => {
+  return (
+    <main class="signin">
+      <h1>Sortie console</h1>
+      <form
+        onSubmit={(e: Event) => {
           e.preventDefault();
           if (key.trim()) props.onSubmit(key.trim());
-        },
-      },
-      [
-        h('label', { for: 'api-key' }, 'API key'),
-        h('input', { id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off', spellcheck: false, value: key, onInput: (e: Event) => setKey((e.target as HTMLInputElement).value) }),
-        h('p', { class: 'muted' }, 'Kept in this tab only (session storage) and sent as the x-api-key header.'),
-        h('p', { class: 'muted' }, [
-          'No key yet? On the server: ',
-          h('code', null, 'npm run -s admin -- create-org --name "…"'),
-          ', then ',
-          h('code', null, 'npm run -s admin -- create-key --org <id> --user <ownerUserId> --scopes …'),
-          ' (README, the first hour: both work while Sortie runs).',
-        ]),
-        h('button', { type: 'submit' }, 'Sign in'),
-        props.error ? h('p', { class: 'error', role: 'alert' }, props.error) : null,
-      ],
-    ),
-  ]);
+        }}
+      >
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e: Event) => setKey((e.target as HTMLInputElement).value)}
+        />
+        <p class="muted">Kept in this tab only (session storage) and sent as the x-api-key header.</p>
+        <p class="muted">
+          {'No key yet? On the server: '}
+          <code>npm run -s admin -- create-org --name "…"</code>
+          {', then '}
+          <code>{'npm run -s admin -- create-key --org <id> --user <ownerUserId> --scopes …'}</code>
+          {' (README, the first hour: both work while Sortie runs).'}
+        </p>
+        <button type="submit">Sign in</button>
+        {props.error ? (
+          <p class="error" role="alert">
+            {props.error}
+          </p>
+        ) : null}
+      </form>
+    </main>
+  );
 }
 
-render(h(App, null), document.getElementById('app')!);
+render(<App />, document.getElementById('app')!);

@@ -1,8 +1,8 @@
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { formatUtc } from './format.ts';
 import { bandLabel, spanText, type ModeSpan } from './heartbeat.ts';
-import type { PlotAxis, PlotWindow } from './plot.ts';
+import type { PlotAxis, PlotWindow } from './plot.tsx';
 
 /** A segment's left and right padding and its 1 px divider (styles.css `.band`): what its text cannot use. */
 const SEGMENT_CHROME_PX = 9;
@@ -64,32 +64,38 @@ export function ModeBand(props: Props): VNode<any> {
     .filter((s) => s.span.to > from && s.span.from < to && s.w > 0);
   const shown = tip === undefined ? undefined : segments.find((s) => s.index === tip);
 
-  return h('div', { class: 'state-band', role: 'group', 'aria-label': 'Flight mode and armed state', 'data-end': props.end }, [
-    h(
-      'div',
-      { class: 'band-row', ref: row },
-      segments.map((s) =>
-        h(
-          'span',
-          {
-            key: `${s.span.from}`,
-            class: `band ${s.span.armed ? 'armed' : 'disarmed'}`,
-            style: { left: `${s.x}px`, width: `${s.w}px` },
-            tabIndex: 0,
-            'aria-label': `${spanText(s.span)} from ${formatUtc(s.span.from)} UTC`,
-            'data-mode': s.span.mode,
-            'data-armed': s.span.armed,
-            onMouseEnter: () => setTip(s.index),
-            onMouseLeave: () => setTip(undefined),
-            onFocus: () => setTip(s.index),
-            onBlur: () => setTip(undefined),
-          },
-          width > 0 ? bandLabel(s.span, s.w - SEGMENT_CHROME_PX, measure) : '',
-        ),
-      ),
-    ),
-    shown ? h(BandTip, { text: `${spanText(shown.span)} from ${formatUtc(shown.span.from)} UTC`, centre: shown.x + shown.w / 2, min: left, max: left + width, measure }) : null,
-  ]);
+  return (
+    <div class="state-band" role="group" aria-label="Flight mode and armed state" data-end={props.end}>
+      <div class="band-row" ref={row}>
+        {segments.map((s) => (
+          <span
+            key={`${s.span.from}`}
+            class={`band ${s.span.armed ? 'armed' : 'disarmed'}`}
+            style={{ left: `${s.x}px`, width: `${s.w}px` }}
+            tabIndex={0}
+            aria-label={`${spanText(s.span)} from ${formatUtc(s.span.from)} UTC`}
+            data-mode={s.span.mode}
+            data-armed={s.span.armed}
+            onMouseEnter={() => setTip(s.index)}
+            onMouseLeave={() => setTip(undefined)}
+            onFocus={() => setTip(s.index)}
+            onBlur={() => setTip(undefined)}
+          >
+            {width > 0 ? bandLabel(s.span, s.w - SEGMENT_CHROME_PX, measure) : ''}
+          </span>
+        ))}
+      </div>
+      {shown ? (
+        <BandTip
+          text={`${spanText(shown.span)} from ${formatUtc(shown.span.from)} UTC`}
+          centre={shown.x + shown.w / 2}
+          min={left}
+          max={left + width}
+          measure={measure}
+        />
+      ) : null}
+    </div>
+  );
 }
 
 /** The whole text of a segment, centred under it and kept inside the band (a span at an edge would push it off the page). */
@@ -97,5 +103,9 @@ function BandTip(p: { text: string; centre: number; min: number; max: number; me
   // Its padding (styles.css `.band-tip`) on either side of the text.
   const half = (p.measure(p.text) + 16) / 2;
   const x = p.max - p.min <= 2 * half ? (p.min + p.max) / 2 : Math.min(Math.max(p.centre, p.min + half), p.max - half);
-  return h('div', { class: 'band-tip', role: 'tooltip', style: { left: `${x}px` } }, p.text);
+  return (
+    <div class="band-tip" role="tooltip" style={{ left: `${x}px` }}>
+      {p.text}
+    </div>
+  );
 }

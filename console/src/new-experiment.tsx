@@ -2,10 +2,10 @@
 // experiment's id and registers its datasets itself), so a newcomer needs neither curl nor the CLI. Once
 // made, the page says how to stream a flight into it.
 import type { ConsoleSession, Experiment } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import { SortieApiError, type ConsoleApi } from './api.ts';
-import { need } from './scopes.ts';
+import { need } from './scopes.tsx';
 
 function message(e: unknown): string {
   if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
@@ -35,29 +35,40 @@ export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession;
     }
   };
 
-  return h('div', { class: 'new-experiment' }, [
-    h('form', { 'aria-label': 'New experiment', onSubmit: (e: Event) => void submit(e) }, [
-      h('label', { for: 'experiment-name' }, 'New experiment'),
-      h('div', { class: 'inline' }, [
-        h('input', {
-          id: 'experiment-name',
-          value: name,
-          maxLength: 200,
-          placeholder: 'Hover test 12',
-          disabled: write.disabled,
-          onInput: (e: Event) => setName((e.target as HTMLInputElement).value),
-        }),
-        h('button', { type: 'submit', disabled: write.disabled || busy || name.trim() === '' }, 'Create'),
-      ]),
-      write.note,
-    ]),
-    error ? h('p', { class: 'error', role: 'alert' }, error) : null,
-    created
-      ? h('div', { class: 'agent-hint', role: 'status' }, [
-          h('p', null, [h('strong', null, created.name), ' created. Stream a flight into it with the edge agent:']),
-          h('code', { 'data-testid': 'agent-command' }, `npm run agent -- --experiment ${created.id} --source file:flight.tlog --spool-dir .sortie-data/agent-spool`),
-          h('p', { class: 'muted' }, 'with SORTIE_URL and SORTIE_API_KEY exported, as for the sortie CLI (README, quick start).'),
-        ])
-      : null,
-  ]);
+  return (
+    <div class="new-experiment">
+      <form aria-label="New experiment" onSubmit={(e: Event) => void submit(e)}>
+        <label for="experiment-name">New experiment</label>
+        <div class="inline">
+          <input
+            id="experiment-name"
+            value={name}
+            maxLength={200}
+            placeholder="Hover test 12"
+            disabled={write.disabled}
+            onInput={(e: Event) => setName((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit" disabled={write.disabled || busy || name.trim() === ''}>
+            Create
+          </button>
+        </div>
+        {write.note}
+      </form>
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {created ? (
+        <div class="agent-hint" role="status">
+          <p>
+            <strong>{created.name}</strong>
+            {' created. Stream a flight into it with the edge agent:'}
+          </p>
+          <code data-testid="agent-command">{`npm run agent -- --experiment ${created.id} --source file:flight.tlog --spool-dir .sortie-data/agent-spool`}</code>
+          <p class="muted">with SORTIE_URL and SORTIE_API_KEY exported, as for the sortie CLI (README, quick start).</p>
+        </div>
+      ) : null}
+    </div>
+  );
 }

@@ -2,7 +2,7 @@
 // filter and a changed-only toggle; and the difference with another flight's, at the start or the end of
 // both (what a test engineer asks first when two flights of one vehicle behaved differently).
 import type { FlightParameters, ParameterDiff } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { formatIso } from './format.ts';
@@ -69,87 +69,134 @@ export function ParametersView(props: Props): VNode<any> {
   const shownDiff = useMemo(() => diff && filterDiff(diff, filter), [diff, filter]);
   const otherName = props.flights.find((f) => f.id === other)?.name ?? 'the other flight';
 
-  return h('section', { class: 'parameters', 'aria-labelledby': 'parameters-title' }, [
-    h('h3', { id: 'parameters-title' }, 'Parameters'),
-    error ? h('p', { class: 'error', role: 'alert' }, `Parameters unavailable: ${error}`) : null,
-    !parameters && !error ? h('p', { class: 'muted' }, 'Loading parameters…') : null,
-    parameters
-      ? h('p', { class: 'muted', 'data-testid': 'parameters-summary' }, [
-          `${parameters.parameters.length.toLocaleString('en-US')} parameters ${parameters.source === 'log' ? "from the vehicle's log" : 'from its PARAM_VALUE messages'}`,
-          `, ${changed} changed during the flight.`,
-        ])
-      : null,
-    h('div', { class: 'param-controls' }, [
-      h('label', { for: 'parameter-filter' }, 'Filter parameters'),
-      h('input', { id: 'parameter-filter', type: 'search', value: filter, placeholder: 'e.g. MC_ROLL or PILOT', onInput: (e: Event) => setFilter((e.target as HTMLInputElement).value) }),
-      h('label', { class: 'inline' }, [h('input', { type: 'checkbox', checked: changedOnly, onChange: (e: Event) => setChangedOnly((e.target as HTMLInputElement).checked) }), ' Changed during the flight only']),
-    ]),
-    // The comparison first when one is chosen: it is what was asked; the whole list follows.
-    h('h4', null, 'Compare with another flight'),
-    h('div', { class: 'param-controls' }, [
-      h('label', { for: 'parameter-compare' }, 'Compare with…'),
-      h(
-        'select',
-        { id: 'parameter-compare', value: other, onChange: (e: Event) => setOther((e.target as HTMLSelectElement).value) },
-        [h('option', { value: '' }, '— choose a flight —'), ...props.flights.map((f) => h('option', { key: f.id, value: f.id }, `${f.name} (${f.experimentName})`))],
-      ),
-      h('label', { for: 'parameter-at' }, 'Compare values'),
-      h('select', { id: 'parameter-at', value: at, onChange: (e: Event) => setAt((e.target as HTMLSelectElement).value as 'initial' | 'final') }, [
-        h('option', { value: 'initial' }, 'at the start of both flights'),
-        h('option', { value: 'final' }, 'at the end of both flights'),
-      ]),
-    ]),
-    diffError ? h('p', { class: 'error', role: 'alert' }, `Comparison unavailable: ${diffError}`) : null,
-    other && !diff && !diffError ? h('p', { class: 'muted' }, 'Comparing…') : null,
-    shownDiff
-      ? h('div', { class: 'param-diff' }, [
-          h(
-            'p',
-            { role: 'status', 'data-testid': 'diff-summary' },
-            `${diff!.changed.length} changed, ${diff!.added.length} only in ${otherName}, ${diff!.removed.length} only in ${props.datasetName}, ${diff!.unchanged} the same${filter ? ` (the table shows those matching “${filter}”)` : ''}.`,
-          ),
-          h('div', { class: 'param-table', role: 'region', 'aria-label': 'Parameter differences table', tabIndex: 0 }, [
-            h('table', { 'data-testid': 'parameter-diff' }, [
-              h('caption', null, `${props.datasetName} against ${otherName}, ${at === 'initial' ? 'at the start' : 'at the end'}`),
-              h('thead', null, h('tr', null, [h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, props.datasetName), h('th', { scope: 'col' }, otherName), h('th', { scope: 'col' }, 'Difference')])),
-              h('tbody', null, [
-                ...shownDiff.changed.map((p) => h('tr', { key: `c${p.name}`, 'data-diff': 'changed', 'data-parameter': p.name }, [h('th', { scope: 'row' }, p.name), h('td', null, formatParameter(p.a)), h('td', null, formatParameter(p.b)), h('td', null, 'changed')])),
-                ...shownDiff.added.map((p) => h('tr', { key: `a${p.name}`, 'data-diff': 'added', 'data-parameter': p.name }, [h('th', { scope: 'row' }, p.name), h('td', null, '—'), h('td', null, formatParameter(p.value)), h('td', null, `only in ${otherName}`)])),
-                ...shownDiff.removed.map((p) => h('tr', { key: `r${p.name}`, 'data-diff': 'removed', 'data-parameter': p.name }, [h('th', { scope: 'row' }, p.name), h('td', null, formatParameter(p.value)), h('td', null, '—'), h('td', null, `only in ${props.datasetName}`)])),
-              ]),
-            ]),
-          ]),
-        ])
-      : null,
-    parameters
-      ? // Scrolled on its own, so reachable by keyboard too (a focusable, named region).
-        h('div', { class: 'param-table', role: 'region', 'aria-label': 'Parameters table', tabIndex: 0 }, [
-          h('table', { 'data-testid': 'parameters' }, [
-            h('caption', null, `${shown.length.toLocaleString('en-US')} of ${parameters.parameters.length.toLocaleString('en-US')} parameters of ${props.datasetName}`),
-            h('thead', null, h('tr', null, [h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Initial'), h('th', { scope: 'col' }, 'Final'), h('th', { scope: 'col' }, 'Changes')])),
-            h(
-              'tbody',
-              null,
-              shown.map((p) =>
-                h('tr', { key: p.name, 'data-parameter': p.name }, [
-                  h('th', { scope: 'row' }, p.name),
-                  h('td', null, formatParameter(p.initial)),
-                  h('td', { class: p.changes.length > 0 ? 'param-changed' : undefined }, formatParameter(p.final)),
-                  h(
-                    'td',
-                    null,
-                    p.changes.length === 0
-                      ? '0'
-                      : h('details', null, [
-                          h('summary', null, String(p.changes.length)),
-                          h('ul', { class: 'times' }, p.changes.map((c, i) => h('li', { key: i }, `${c.timestamp ? formatIso(c.timestamp) : 'time unknown'}: ${formatParameter(c.value)}`))),
-                        ]),
-                  ),
-                ]),
-              ),
-            ),
-          ]),
-        ])
-      : null,
-  ]);
+  return (
+    <section class="parameters" aria-labelledby="parameters-title">
+      <h3 id="parameters-title">Parameters</h3>
+      {error ? <p class="error" role="alert">{`Parameters unavailable: ${error}`}</p> : null}
+      {!parameters && !error ? <p class="muted">Loading parameters…</p> : null}
+      {parameters ? (
+        <p class="muted" data-testid="parameters-summary">
+          {`${parameters.parameters.length.toLocaleString('en-US')} parameters ${parameters.source === 'log' ? "from the vehicle's log" : 'from its PARAM_VALUE messages'}`}
+          {`, ${changed} changed during the flight.`}
+        </p>
+      ) : null}
+      <div class="param-controls">
+        <label for="parameter-filter">Filter parameters</label>
+        <input
+          id="parameter-filter"
+          type="search"
+          value={filter}
+          placeholder="e.g. MC_ROLL or PILOT"
+          onInput={(e: Event) => setFilter((e.target as HTMLInputElement).value)}
+        />
+        <label class="inline">
+          <input type="checkbox" checked={changedOnly} onChange={(e: Event) => setChangedOnly((e.target as HTMLInputElement).checked)} />
+          {' Changed during the flight only'}
+        </label>
+      </div>
+      <h4>Compare with another flight</h4>
+      <div class="param-controls">
+        <label for="parameter-compare">Compare with…</label>
+        <select id="parameter-compare" value={other} onChange={(e: Event) => setOther((e.target as HTMLSelectElement).value)}>
+          <option value="">— choose a flight —</option>
+          {props.flights.map((f) => (
+            <option key={f.id} value={f.id}>{`${f.name} (${f.experimentName})`}</option>
+          ))}
+        </select>
+        <label for="parameter-at">Compare values</label>
+        <select id="parameter-at" value={at} onChange={(e: Event) => setAt((e.target as HTMLSelectElement).value as 'initial' | 'final')}>
+          <option value="initial">at the start of both flights</option>
+          <option value="final">at the end of both flights</option>
+        </select>
+      </div>
+      {diffError ? <p class="error" role="alert">{`Comparison unavailable: ${diffError}`}</p> : null}
+      {other && !diff && !diffError ? <p class="muted">Comparing…</p> : null}
+      {shownDiff ? (
+        <div class="param-diff">
+          <p
+            role="status"
+            data-testid="diff-summary"
+          >{`${diff!.changed.length} changed, ${diff!.added.length} only in ${otherName}, ${diff!.removed.length} only in ${props.datasetName}, ${diff!.unchanged} the same${filter ? ` (the table shows those matching “${filter}”)` : ''}.`}</p>
+          <div class="param-table" role="region" aria-label="Parameter differences table" tabIndex={0}>
+            <table data-testid="parameter-diff">
+              <caption>{`${props.datasetName} against ${otherName}, ${at === 'initial' ? 'at the start' : 'at the end'}`}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">{props.datasetName}</th>
+                  <th scope="col">{otherName}</th>
+                  <th scope="col">Difference</th>
+                </tr>
+              </thead>
+              <tbody>
+                {shownDiff.changed.map((p) => (
+                  <tr key={`c${p.name}`} data-diff="changed" data-parameter={p.name}>
+                    <th scope="row">{p.name}</th>
+                    <td>{formatParameter(p.a)}</td>
+                    <td>{formatParameter(p.b)}</td>
+                    <td>changed</td>
+                  </tr>
+                ))}
+                {shownDiff.added.map((p) => (
+                  <tr key={`a${p.name}`} data-diff="added" data-parameter={p.name}>
+                    <th scope="row">{p.name}</th>
+                    <td>—</td>
+                    <td>{formatParameter(p.value)}</td>
+                    <td>{`only in ${otherName}`}</td>
+                  </tr>
+                ))}
+                {shownDiff.removed.map((p) => (
+                  <tr key={`r${p.name}`} data-diff="removed" data-parameter={p.name}>
+                    <th scope="row">{p.name}</th>
+                    <td>{formatParameter(p.value)}</td>
+                    <td>—</td>
+                    <td>{`only in ${props.datasetName}`}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </div>
+      ) : null}
+      {parameters ? (
+        // Scrolled on its own, so reachable by keyboard too (a focusable, named region).
+        <div class="param-table" role="region" aria-label="Parameters table" tabIndex={0}>
+          <table data-testid="parameters">
+            <caption>{`${shown.length.toLocaleString('en-US')} of ${parameters.parameters.length.toLocaleString('en-US')} parameters of ${props.datasetName}`}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Initial</th>
+                <th scope="col">Final</th>
+                <th scope="col">Changes</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((p) => (
+                <tr key={p.name} data-parameter={p.name}>
+                  <th scope="row">{p.name}</th>
+                  <td>{formatParameter(p.initial)}</td>
+                  <td class={p.changes.length > 0 ? 'param-changed' : undefined}>{formatParameter(p.final)}</td>
+                  <td>
+                    {p.changes.length === 0 ? (
+                      '0'
+                    ) : (
+                      <details>
+                        <summary>{String(p.changes.length)}</summary>
+                        <ul class="times">
+                          {p.changes.map((c, i) => (
+                            <li key={i}>{`${c.timestamp ? formatIso(c.timestamp) : 'time unknown'}: ${formatParameter(c.value)}`}</li>
+                          ))}
+                        </ul>
+                      </details>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
 }

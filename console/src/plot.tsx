@@ -1,5 +1,5 @@
 import type { Channel } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import type { ConsoleApi } from './api.ts';
@@ -165,49 +165,55 @@ export function Plot(props: PlotProps): VNode<any> {
 
   const children: VNode<any>[] = [];
   children.push(
-    h('div', { class: 'plot-toolbar' }, [
-      h(
-        'span',
-        { class: 'muted' },
-        props.live && props.window
+    <div class="plot-toolbar">
+      <span class="muted">
+        {props.live && props.window
           ? `Live window ${formatUtc(props.window.from)} → ${formatUtc(props.window.to)} UTC`
           : props.window
             ? `Window ${formatUtc(props.window.from)} → ${formatUtc(props.window.to)} UTC`
-            : 'Whole dataset (UTC)',
-      ),
-      props.liveDataset ? null : h('button', { type: 'button', onClick: () => props.onWindow(undefined), disabled: !props.window }, 'Reset zoom'),
-      loading && !props.live ? h('span', { class: 'muted', role: 'status' }, 'Loading…') : null,
-      error ? h('span', { class: 'error', role: 'alert' }, `Query failed: ${error}`) : null,
-    ]),
+            : 'Whole dataset (UTC)'}
+      </span>
+      {props.liveDataset ? null : (
+        <button type="button" onClick={() => props.onWindow(undefined)} disabled={!props.window}>
+          Reset zoom
+        </button>
+      )}
+      {loading && !props.live ? (
+        <span class="muted" role="status">
+          Loading…
+        </span>
+      ) : null}
+      {error ? <span class="error" role="alert">{`Query failed: ${error}`}</span> : null}
+    </div>,
   );
   children.push(
-    h(
-      'div',
-      { class: 'panes', ref: container, onMouseMove: track, onMouseLeave: () => setPointer(undefined) },
-      [
-        ...shownPanes.map((pane, i) =>
-          h(Pane, {
-            key: pane.channel.hypertableColName,
-            pane,
-            index: i,
-            window: props.window ?? extent,
-            live: props.live !== undefined,
-            marks: props.marks,
-            limits: props.limits,
-            limitsNow: props.limitsNow,
-            onWindow: props.onWindow,
-            onCursor,
-            onAxis: i === 0 ? setAxis : undefined,
-            showAxis: i === shownPanes.length - 1,
-          }),
-        ),
-        pointer && cursorT !== undefined && shownPanes.length > 0 ? h(Readout, { at: { ...pointer, t: cursorT }, panes: shownPanes }) : null,
-      ],
-    ),
+    <div class="panes" ref={container} onMouseMove={track} onMouseLeave={() => setPointer(undefined)}>
+      {shownPanes.map((pane, i) => (
+        <Pane
+          key={pane.channel.hypertableColName}
+          pane={pane}
+          index={i}
+          window={props.window ?? extent}
+          live={props.live !== undefined}
+          marks={props.marks}
+          limits={props.limits}
+          limitsNow={props.limitsNow}
+          onWindow={props.onWindow}
+          onCursor={onCursor}
+          onAxis={i === 0 ? setAxis : undefined}
+          showAxis={i === shownPanes.length - 1}
+        />
+      ))}
+      {pointer && cursorT !== undefined && shownPanes.length > 0 ? <Readout at={{ ...pointer, t: cursorT }} panes={shownPanes} /> : null}
+    </div>,
   );
-  children.push(h(LimitSpans, { limits: props.limits, now: props.limitsNow, axis }));
-  children.push(h(Timeline, { marks: props.marks, axis }));
-  return h('section', { class: 'plot', 'aria-label': 'Plots' }, children);
+  children.push(<LimitSpans limits={props.limits} now={props.limitsNow} axis={axis} />);
+  children.push(<Timeline marks={props.marks} axis={axis} />);
+  return (
+    <section class="plot" aria-label="Plots">
+      {children}
+    </section>
+  );
 }
 
 interface PaneProps {
@@ -481,19 +487,30 @@ function Pane(props: PaneProps): VNode<any> {
   }, [props.marks, props.limits]);
 
   const unit = display.unit ? ` (${display.unit}${display.unit !== channel.unit ? `, stored in ${channel.unit}` : ''})` : '';
-  return h('figure', { class: 'pane', 'data-channel': channel.hypertableColName, 'data-raw-points': series.rawPoints, 'data-shown-points': shown, 'data-downsampled': String(downsampled) }, [
-    h('figcaption', null, [
-      h('strong', null, `${channel.name}${unit}`),
-      h(
-        'span',
-        { class: 'muted' },
-        props.live
-          ? ` ${shown.toLocaleString('en')} points in the live window`
-          : ` ${series.rawPoints.toLocaleString('en')} raw points in window · ${downsampled ? `downsampled to ${shown.toLocaleString('en')}` : 'all shown'}`,
-      ),
-    ]),
-    h('div', { class: 'pane-canvas', ref: host, role: 'img', 'aria-label': `Plot of ${channel.name}${unit}: ${shown} points shown of ${series.rawPoints} in the window` }),
-  ]);
+  return (
+    <figure
+      class="pane"
+      data-channel={channel.hypertableColName}
+      data-raw-points={series.rawPoints}
+      data-shown-points={shown}
+      data-downsampled={String(downsampled)}
+    >
+      <figcaption>
+        <strong>{`${channel.name}${unit}`}</strong>
+        <span class="muted">
+          {props.live
+            ? ` ${shown.toLocaleString('en')} points in the live window`
+            : ` ${series.rawPoints.toLocaleString('en')} raw points in window · ${downsampled ? `downsampled to ${shown.toLocaleString('en')}` : 'all shown'}`}
+        </span>
+      </figcaption>
+      <div
+        class="pane-canvas"
+        ref={host}
+        role="img"
+        aria-label={`Plot of ${channel.name}${unit}: ${shown} points shown of ${series.rawPoints} in the window`}
+      />
+    </figure>
+  );
 }
 
 interface ReadoutAt {
@@ -517,26 +534,29 @@ function Readout(props: { at: ReadoutAt; panes: PaneData[] }): VNode<any> {
   else style.left = `${at.x + 14}px`;
   if (at.y > at.height / 2) style.bottom = `${at.height - at.y + 14}px`;
   else style.top = `${at.y + 14}px`;
-  return h('div', { class: 'readout', 'data-testid': 'readout', style }, [
-    h('div', { class: 'readout-time' }, `${formatUtc(at.t)} UTC`),
-    h(
-      'table',
-      null,
-      h(
-        'tbody',
-        null,
-        props.panes.map((p, i) => {
-          const display = displayUnit(p.channel.unit);
-          const raw = readingAt(p.series.times, p.series.values, at.t);
-          return h('tr', { key: p.channel.hypertableColName, 'data-channel': p.channel.hypertableColName }, [
-            h('th', { scope: 'row' }, [h('span', { class: 'readout-swatch', style: { background: COLORS[i % COLORS.length] } }), p.channel.name.replace(/^(mavlink|ulog|dataflash)\./, '')]),
-            h('td', null, raw === undefined ? 'no sample' : formatValue(raw * display.scale, display.decimals)),
-            h('td', null, raw === undefined ? '' : display.unit),
-          ]);
-        }),
-      ),
-    ),
-  ]);
+  return (
+    <div class="readout" data-testid="readout" style={style}>
+      <div class="readout-time">{`${formatUtc(at.t)} UTC`}</div>
+      <table>
+        <tbody>
+          {props.panes.map((p, i) => {
+            const display = displayUnit(p.channel.unit);
+            const raw = readingAt(p.series.times, p.series.values, at.t);
+            return (
+              <tr key={p.channel.hypertableColName} data-channel={p.channel.hypertableColName}>
+                <th scope="row">
+                  <span class="readout-swatch" style={{ background: COLORS[i % COLORS.length] }} />
+                  {p.channel.name.replace(/^(mavlink|ulog|dataflash)\./, '')}
+                </th>
+                <td>{raw === undefined ? 'no sample' : formatValue(raw * display.scale, display.decimals)}</td>
+                <td>{raw === undefined ? '' : display.unit}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
 }
 
 /**
@@ -547,27 +567,27 @@ function LimitSpans(props: { limits: LimitCrossing[]; now: number | undefined; a
   const { axis } = props;
   if (!axis || props.limits.length === 0) return null;
   const x = (t: number) => axis.left + Math.min(1, Math.max(0, (t - axis.min) / (axis.max - axis.min))) * axis.width;
-  return h(
-    'ul',
-    { class: 'limit-spans', 'aria-label': 'Limit crossings on the time axis' },
-    props.limits
-      .filter((l) => l.start <= axis.max && (l.end ?? Infinity) >= axis.min)
-      .map((l) => {
-        const end = l.end ?? props.now ?? axis.max;
-        const text = `${l.severity} limit: ${l.label ?? l.signal} ${boundText(l)} from ${formatUtc(l.start)} UTC${l.end === undefined ? ', still crossed' : ` to ${formatUtc(l.end)} UTC`}`;
-        return h(
-          'li',
-          {
-            key: l.id,
-            class: `limit-span limit-${l.severity}`,
-            'data-severity': l.severity,
-            'data-active': String(l.active),
-            style: { left: `${x(l.start)}px`, width: `${Math.max(2, x(end) - x(l.start))}px` },
-            title: text,
-          },
-          h('span', { class: 'sr-only' }, text),
-        );
-      }),
+  return (
+    <ul class="limit-spans" aria-label="Limit crossings on the time axis">
+      {props.limits
+        .filter((l) => l.start <= axis.max && (l.end ?? Infinity) >= axis.min)
+        .map((l) => {
+          const end = l.end ?? props.now ?? axis.max;
+          const text = `${l.severity} limit: ${l.label ?? l.signal} ${boundText(l)} from ${formatUtc(l.start)} UTC${l.end === undefined ? ', still crossed' : ` to ${formatUtc(l.end)} UTC`}`;
+          return (
+            <li
+              key={l.id}
+              class={`limit-span limit-${l.severity}`}
+              data-severity={l.severity}
+              data-active={String(l.active)}
+              style={{ left: `${x(l.start)}px`, width: `${Math.max(2, x(end) - x(l.start))}px` }}
+              title={text}
+            >
+              <span class="sr-only">{text}</span>
+            </li>
+          );
+        })}
+    </ul>
   );
 }
 
@@ -590,29 +610,37 @@ function Timeline(props: { marks: TimelineMark[]; axis: PlotAxis | undefined }):
     el.style.left = `${Math.max(0, Math.min(box.clientWidth - width, centre - width / 2))}px`;
   }, [hovered, axis]);
   if (!axis || props.marks.length === 0) return null;
-  return h('div', { class: 'timeline', 'aria-label': 'Events and commands on the time axis', role: 'group' }, [
-    ...visible.map(({ m, i }) =>
-      h(
-        'button',
-        {
-          type: 'button',
-          class: `mark mark-${m.kind}`,
-          'data-kind': m.kind,
-          'data-event': m.event,
-          'data-severity': m.severity,
-          style: { left: `${at(m.t)}px`, background: markColour(m) },
-          'aria-label': `${formatUtc(m.t)} UTC ${m.label}`,
-          onMouseEnter: () => setHover(i),
-          onMouseLeave: () => setHover(undefined),
-          onFocus: () => setHover(i),
-          onBlur: () => setHover(undefined),
-        },
-        '',
-      ),
-    ),
-    hovered ? h('div', { class: 'mark-tip', role: 'tooltip', ref: tip, 'data-x': at(hovered.t), style: { left: `${at(hovered.t)}px` } }, `${formatUtc(hovered.t)} UTC — ${hovered.label}`) : null,
-    h(MarkLegend, { marks: visible.map(({ m }) => m) }),
-  ]);
+  return (
+    <div class="timeline" aria-label="Events and commands on the time axis" role="group">
+      {visible.map(({ m, i }) => (
+        <button
+          type="button"
+          class={`mark mark-${m.kind}`}
+          data-kind={m.kind}
+          data-event={m.event}
+          data-severity={m.severity}
+          style={{ left: `${at(m.t)}px`, background: markColour(m) }}
+          aria-label={`${formatUtc(m.t)} UTC ${m.label}`}
+          onMouseEnter={() => setHover(i)}
+          onMouseLeave={() => setHover(undefined)}
+          onFocus={() => setHover(i)}
+          onBlur={() => setHover(undefined)}
+        >
+          {''}
+        </button>
+      ))}
+      {hovered ? (
+        <div
+          class="mark-tip"
+          role="tooltip"
+          ref={tip}
+          data-x={at(hovered.t)}
+          style={{ left: `${at(hovered.t)}px` }}
+        >{`${formatUtc(hovered.t)} UTC — ${hovered.label}`}</div>
+      ) : null}
+      <MarkLegend marks={visible.map(({ m }) => m)} />
+    </div>
+  );
 }
 
 /**
@@ -629,13 +657,15 @@ function MarkLegend(props: { marks: TimelineMark[] }): VNode<any> | null {
     else entries.set(key, { mark: m, name, count: 1 });
   }
   if (entries.size === 0) return null;
-  return h('ul', { class: 'mark-legend', 'data-testid': 'mark-legend' }, [
-    ...[...entries.values()].map((e) =>
-      h('li', { 'data-kind': e.mark.kind, 'data-event': e.mark.event, 'data-severity': e.mark.severity }, [
-        h('span', { class: `mark-swatch mark-${e.mark.kind}`, 'aria-hidden': 'true', style: { background: markColour(e.mark) } }),
-        `${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`,
-      ]),
-    ),
-    h('li', { class: 'muted' }, 'hover or focus a mark for its time and message'),
-  ]);
+  return (
+    <ul class="mark-legend" data-testid="mark-legend">
+      {[...entries.values()].map((e) => (
+        <li data-kind={e.mark.kind} data-event={e.mark.event} data-severity={e.mark.severity}>
+          <span class={`mark-swatch mark-${e.mark.kind}`} aria-hidden="true" style={{ background: markColour(e.mark) }} />
+          {`${e.name}${e.count > 1 ? ` ×${e.count}` : ''}`}
+        </li>
+      ))}
+      <li class="muted">hover or focus a mark for its time and message</li>
+    </ul>
+  );
 }

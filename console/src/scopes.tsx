@@ -1,5 +1,5 @@
 import type { Scope } from '@sortie/contracts';
-import { h, type VNode } from 'preact';
+import type { VNode } from 'preact';
 
 /** What a control needs: disabled without the scope, saying which one (text, not only a tooltip). */
 export interface Need {
@@ -9,5 +9,5 @@ export interface Need {
 
 export function need(scopes: readonly Scope[], scope: Scope): Need {
   const ok = scopes.includes(scope);
-  return { disabled: !ok, note: ok ? null : h('span', { class: 'needs' }, `needs the ${scope} scope`) };
+  return { disabled: !ok, note: ok ? null : <span class="needs">{`needs the ${scope} scope`}</span> };
 }

@@ -129,6 +129,9 @@ export async function buildConsole(): Promise<ConsoleBundle> {
     legalComments: 'none',
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
+    // The views are TSX on Preact's automatic runtime (the root tsconfig says the same to the type-checker).
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
     plugins: [englishOnlyZod, unusedZod, zodWithoutJsonSchema],
   });
   const assets = new Map<string, ConsoleAsset>();
