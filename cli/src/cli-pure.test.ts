@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { fileNameOf } from './commands/export.ts';
 import { parameterText } from './commands/imports.ts';
-import { csvField, json, table } from './output.ts';
-import { formatDuration, importProgressLine, progressLine } from './progress.ts';
-import { formatTime, parseTime, timeMicros } from './time.ts';
+import { csvField, json, table } from './core/output.ts';
+import { formatDuration, importProgressLine, progressLine } from './core/progress.ts';
+import { formatTime, parseTime, timeMicros } from './core/time.ts';
 
 describe('time', () => {
   it('parses RFC 3339 to the nanosecond, any offset, and prints an answer\'s time in UTC with six digits', () => {

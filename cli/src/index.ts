@@ -1,3 +1,3 @@
 // The CLI as a module, for tests that drive the very code `npx sortie` runs.
 export { run, usage } from './main.ts';
-export { EXIT } from './exit-codes.ts';
+export { EXIT } from './core/exit-codes.ts';

@@ -6,9 +6,9 @@ import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { SortieApiError } from '@sortie/client';
 import { COMMANDS } from './commands/index.ts';
-import { makeClient, type CommandSpec, type Context } from './context.ts';
-import { CliError, EXIT } from './exit-codes.ts';
-import type { Io } from './output.ts';
+import { makeClient, type CommandSpec, type Context } from './core/context.ts';
+import { CliError, EXIT } from './core/exit-codes.ts';
+import type { Io } from './core/output.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
 

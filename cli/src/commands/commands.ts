@@ -1,8 +1,8 @@
 import type { CommandRecord } from '@sortie/contracts';
-import type { CommandSpec, Context } from '../context.ts';
-import { integerValue, locateDataset, stringValue } from '../context.ts';
-import { CliError, EXIT } from '../exit-codes.ts';
-import { json, table } from '../output.ts';
+import type { CommandSpec, Context } from '../core/context.ts';
+import { integerValue, locateDataset, stringValue } from '../core/context.ts';
+import { CliError, EXIT } from '../core/exit-codes.ts';
+import { json, table } from '../core/output.ts';
 
 /** A record as `key  value` lines: the shape for one thing, where a table is for many. */
 export function record(fields: Record<string, unknown>): string {

@@ -1,13 +1,13 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { McapStreamReader } from '@mcap/core';
-import type { CommandSpec, Context } from '../context.ts';
-import { listValue, locateDataset, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { json } from '../output.ts';
-import { ProgressBar, type ProgressSpan } from '../progress.ts';
-import { formatBytes } from '../progress.ts';
-import { timeMicros } from '../time.ts';
+import type { CommandSpec, Context } from '../core/context.ts';
+import { listValue, locateDataset, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { json } from '../core/output.ts';
+import { ProgressBar, type ProgressSpan } from '../core/progress.ts';
+import { formatBytes } from '../core/progress.ts';
+import { timeMicros } from '../core/time.ts';
 
 /** The file name the server proposes (Content-Disposition), reduced to a plain name in this folder. */
 export function fileNameOf(disposition: string | null, fallback: string): string {

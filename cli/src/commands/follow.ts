@@ -1,8 +1,8 @@
 import type { FollowAnswer, FollowEventAnswer } from '@sortie/client';
-import type { CommandSpec } from '../context.ts';
-import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { formatTime } from '../time.ts';
+import type { CommandSpec } from '../core/context.ts';
+import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { formatTime } from '../core/time.ts';
 
 /** Without --channel, a dataset with at most this many numeric channels is followed whole. */
 const DEFAULT_CHANNELS = 16;

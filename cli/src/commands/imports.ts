@@ -1,12 +1,12 @@
 import { stat } from 'node:fs/promises';
 import type { ImportProgress } from '@sortie/client';
 import { IMPORT_FORMATS, type CreateImportResponse, type FlightParameter, type ImportFormat, type LogImport } from '@sortie/contracts';
-import type { CommandSpec, Context } from '../context.ts';
-import { resolveDataset, resolveExperiment, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { json, table, type Io } from '../output.ts';
-import { formatBytes, formatDuration, importProgressLine, ProgressBar } from '../progress.ts';
-import { timeMicros } from '../time.ts';
+import type { CommandSpec, Context } from '../core/context.ts';
+import { resolveDataset, resolveExperiment, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { json, table, type Io } from '../core/output.ts';
+import { formatBytes, formatDuration, importProgressLine, ProgressBar } from '../core/progress.ts';
+import { timeMicros } from '../core/time.ts';
 
 /** Without a terminal, a progress line at most this often (and one at each phase's start and end). */
 const PLAIN_EVERY_MS = 5000;

@@ -1,4 +1,4 @@
-import type { CommandSpec } from '../context.ts';
+import type { CommandSpec } from '../core/context.ts';
 import { COMMANDS_GROUP } from './commands.ts';
 import { EXPORT } from './export.ts';
 import { FOLLOW } from './follow.ts';

@@ -1,8 +1,8 @@
 import { SIGNAL_NAME_PREFIX, type CreateLimitRuleRequest, type LimitRule } from '@sortie/contracts';
-import type { CommandSpec, Values } from '../context.ts';
-import { integerValue, locateDataset, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { json, table } from '../output.ts';
+import type { CommandSpec, Values } from '../core/context.ts';
+import { integerValue, locateDataset, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { json, table } from '../core/output.ts';
 import { record } from './commands.ts';
 
 /** The bound as people read it: `above 0.5`, `below -3`, `outside [-0.5, 0.5]`. */

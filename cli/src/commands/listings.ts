@@ -1,6 +1,6 @@
-import type { CommandSpec } from '../context.ts';
-import { stringValue } from '../context.ts';
-import { json, table } from '../output.ts';
+import type { CommandSpec } from '../core/context.ts';
+import { stringValue } from '../core/context.ts';
+import { json, table } from '../core/output.ts';
 import { record } from './commands.ts';
 
 /** Experiments, datasets, channels, events: what a key's organization holds, and a new experiment. */

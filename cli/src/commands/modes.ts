@@ -1,9 +1,9 @@
 import { autopilotName, isAutopilotHeartbeat, modeSpans } from '@sortie/contracts';
-import type { CommandSpec } from '../context.ts';
-import { locateDataset, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { json, table } from '../output.ts';
-import { formatTime, parseTime } from '../time.ts';
+import type { CommandSpec } from '../core/context.ts';
+import { locateDataset, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { json, table } from '../core/output.ts';
+import { formatTime, parseTime } from '../core/time.ts';
 
 const FIELDS = ['type', 'autopilot', 'base_mode', 'custom_mode'] as const;
 /** Query's most points per channel: every HEARTBEAT of a long flight, not a downsampled few. */

@@ -1,8 +1,8 @@
-import type { CommandSpec } from '../context.ts';
-import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { csvField, json, table } from '../output.ts';
-import { formatTime, parseTime } from '../time.ts';
+import type { CommandSpec } from '../core/context.ts';
+import { findChannel, integerValue, listValue, locateDataset, NOT_PLOTTABLE, queryAddress, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { csvField, json, table } from '../core/output.ts';
+import { formatTime, parseTime } from '../core/time.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
 

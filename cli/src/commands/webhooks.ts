@@ -1,8 +1,8 @@
 import type { WebhookEndpoint } from '@sortie/contracts';
-import type { CommandSpec } from '../context.ts';
-import { integerValue, stringValue } from '../context.ts';
-import { CliError } from '../exit-codes.ts';
-import { json, table } from '../output.ts';
+import type { CommandSpec } from '../core/context.ts';
+import { integerValue, stringValue } from '../core/context.ts';
+import { CliError } from '../core/exit-codes.ts';
+import { json, table } from '../core/output.ts';
 import { record } from './commands.ts';
 
 const SECRET_NOTE = 'The secret is shown only now: give it to the receiver (verifyWebhook checks signatures with it).\n';
