@@ -1,5 +1,5 @@
-export * from './errors.ts';
-export * from './scopes.ts';
+export * from './core/errors.ts';
+export * from './core/scopes.ts';
 export * from './http/index.ts';
 export * from './gen/index.ts';
 export * from './tokens/index.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SCOPES } from '../scopes.ts';
+import { SCOPES } from '../core/scopes.ts';
 import { TimestampOut, Uuid, text } from './common.ts';
 
 /**

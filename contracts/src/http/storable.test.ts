@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CreateEventsRequestSchema } from './events.ts';
 import { isStorableText, jsonObject, jsonProblem, MAX_JSON_DEPTH, MAX_TIMESTAMP_SECONDS, Timestamp } from './common.ts';
-import { zodIssuesToDetails } from '../errors.ts';
+import { zodIssuesToDetails } from '../core/errors.ts';
 
 /** `depth` objects nested in each other, built without recursion. */
 function nested(depth: number): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // hold, built frame by frame with real CRCs. An ArduSub dive with a BlueOS companion computer beside the
 // autopilot, and a PX4 quadrotor flying a mission. Each frame knows when it was sent (µs from the flight's
 // start); `rawCapture` writes them as a serial link carries them, without timestamps.
-import { buildFrame, concat, FIXTURE_CRC_EXTRA } from './mavlink.fixture.ts';
+import { buildFrame, concat, FIXTURE_CRC_EXTRA } from './frames.fixture.ts';
 
 export interface SyntheticFrame {
   /** When the sender sent it, µs from the flight's first frame. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatIssuePath } from '../errors.ts';
-import { SCOPES } from '../scopes.ts';
+import { formatIssuePath } from '../core/errors.ts';
+import { SCOPES } from '../core/scopes.ts';
 import { buildOpenApiDocument, type JsonSchema, type OpenApiDocument } from './document.ts';
 import { API_ROUTES, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type RequestSchemaName } from './routes.ts';
 import { sampleFromSchema } from './sample.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorDetailSchema, ErrorEnvelopeSchema, type ErrorCode } from '../errors.ts';
+import { ErrorDetailSchema, ErrorEnvelopeSchema, type ErrorCode } from '../core/errors.ts';
 import { ArmingQuerySchema, ArmingRecordSchema, ArmRequestSchema, DisarmRequestSchema } from '../http/arming.ts';
 import {
   ChannelDeclarationSchema,
@@ -71,7 +71,7 @@ import {
   ParameterDiffSchema,
   ParametersQuerySchema,
 } from '../http/imports.ts';
-import type { Scope } from '../scopes.ts';
+import type { Scope } from '../core/scopes.ts';
 
 /**
  * Request bodies, named as they appear in `components.schemas`. Converted with zod's `io: 'input'`, so a
