@@ -2,12 +2,13 @@ import type { ArmingRecord, CommandRecord, CommandTemplate, ConsoleSession, Deli
 import { ARMING_TTL_SECONDS, ACK_TIMEOUT_SECONDS } from '@sortie/contracts';
 import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { SortieApiError, type ConsoleApi } from './api.ts';
+import type { ConsoleApi } from './api.ts';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatIso, formatUtc } from './format.ts';
 import { relTimeText } from './marks.ts';
 import { mergeCommands } from './live.ts';
 import { need } from './scopes.tsx';
+import { actRunner, errorText, onValue, valueOf } from './actions.ts';
 
 // Without a Follow stream (a key without telemetry:read, or while it reconnects), a queued command is
 // re-read at this period, so its status still shows within a second of changing.
@@ -25,11 +26,6 @@ interface Props {
   live?: { commands: ReadonlyMap<string, CommandRecord>; seen: number };
   /** Whether that stream is connected: the log is then kept current by it, with no polling. */
   followed: boolean;
-}
-
-function message(e: unknown): string {
-  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
-  return e instanceof Error ? e.message : String(e);
 }
 
 export function CommandsPanel(props: Props): VNode<any> {
@@ -59,7 +55,7 @@ export function CommandsPanel(props: Props): VNode<any> {
         setCommands((held) => mergeCommands(held ?? [], list));
         setArming(arm);
       },
-      (e: unknown) => current && setError(message(e)),
+      (e: unknown) => current && setError(errorText(e)),
     );
     return () => {
       current = false;
@@ -86,15 +82,7 @@ export function CommandsPanel(props: Props): VNode<any> {
     return () => clearInterval(timer);
   }, []);
 
-  const act = async (what: () => Promise<unknown>) => {
-    try {
-      await what();
-      setError('');
-    } catch (e) {
-      setError(message(e));
-    }
-    setRefresh((n) => n + 1);
-  };
+  const act = actRunner(setError, () => setRefresh((n) => n + 1));
 
   const expiresIn = arming?.armed && arming.expiresAt ? Math.max(0, Math.round((Date.parse(arming.expiresAt) - now) / 1000)) : 0;
   const armed = arming?.armed === true && expiresIn > 0;
@@ -155,7 +143,7 @@ function ArmControls(props: {
         min={ARMING_TTL_SECONDS.min}
         max={ARMING_TTL_SECONDS.max}
         value={ttl}
-        onInput={(e: Event) => setTtl((e.target as HTMLInputElement).value)}
+        onInput={onValue(setTtl)}
         disabled={props.write.disabled}
       />
       <button type="button" disabled={props.write.disabled} onClick={() => props.act(() => api.arm({ experimentId, datasetId, ttlSeconds: Number(ttl) }))}>
@@ -206,40 +194,22 @@ function CreateCommand(props: {
       }}
     >
       <label for="cmd-template">Template</label>
-      <select
-        id="cmd-template"
-        value={templateKey}
-        disabled={disabled}
-        onChange={(e: Event) => (setTemplateKey((e.target as HTMLSelectElement).value), setValues({}))}
-      >
+      <select id="cmd-template" value={templateKey} disabled={disabled} onChange={(e: Event) => (setTemplateKey(valueOf(e)), setValues({}))}>
         <option value="">(none: free-form)</option>
         {templates.map((t) => (
           <option value={t.key}>{`${t.key}${t.destructive ? ' (destructive)' : ''}`}</option>
         ))}
       </select>
       <label for="cmd-text">Command text</label>
-      <input
-        id="cmd-text"
-        value={text}
-        disabled={disabled}
-        placeholder={templateKey || 'e.g. TAKEOFF 20'}
-        onInput={(e: Event) => setText((e.target as HTMLInputElement).value)}
-      />
+      <input id="cmd-text" value={text} disabled={disabled} placeholder={templateKey || 'e.g. TAKEOFF 20'} onInput={onValue(setText)} />
       <label for="cmd-reltime" title="seconds from the dataset's first sample">
         relTime (s from first sample)
       </label>
-      <input
-        id="cmd-reltime"
-        type="number"
-        step="any"
-        value={relTime}
-        disabled={disabled}
-        onInput={(e: Event) => setRelTime((e.target as HTMLInputElement).value)}
-      />
+      <input id="cmd-reltime" type="number" step="any" value={relTime} disabled={disabled} onInput={onValue(setRelTime)} />
       {fields.flatMap((f): VNode<any>[] => {
         const id = `arg-${f.name}`;
         const label = <label for={id}>{`${f.name}${f.required ? ' *' : ''}${f.title ? ` — ${f.title}` : ''}`}</label>;
-        const set = (e: Event) => setValues({ ...values, [f.name]: (e.target as HTMLInputElement).value });
+        const set = (e: Event) => setValues({ ...values, [f.name]: valueOf(e) });
         if (f.kind === 'enum' || f.kind === 'boolean') {
           const options = f.kind === 'boolean' ? ['true', 'false'] : f.options.map(String);
           return [
@@ -389,16 +359,14 @@ function CommandRow(props: {
                 min={ACK_TIMEOUT_SECONDS.min}
                 max={ACK_TIMEOUT_SECONDS.max}
                 value={timeout}
-                onInput={(e: Event) => setTimeoutSeconds((e.target as HTMLInputElement).value)}
+                onInput={onValue(setTimeoutSeconds)}
               />
               {destructive ? (
                 <label for={`typed-${c.id}`}>{`Destructive: type "${c.commandText}" to confirm`}</label>
               ) : (
                 <p>{`Send "${c.commandText}" to the vehicle's endpoints?`}</p>
               )}
-              {destructive ? (
-                <input id={`typed-${c.id}`} value={typed} autocomplete="off" autofocus onInput={(e: Event) => setTyped((e.target as HTMLInputElement).value)} />
-              ) : null}
+              {destructive ? <input id={`typed-${c.id}`} value={typed} autocomplete="off" autofocus onInput={onValue(setTyped)} /> : null}
               <div class="row-actions">
                 <button type="submit" disabled={destructive && typed !== c.commandText}>
                   Confirm dispatch

@@ -18,6 +18,7 @@ import { Plot, type PlotAxis, type PlotWindow } from './plot.tsx';
 import { need, type Need } from './scopes.tsx';
 import { fieldOf, groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
+import { checkedOf, onValue } from './actions.ts';
 
 // The list is read again at this period while shown, so a flight that starts or stops streaming is
 // marked (or no longer marked) live within seconds.
@@ -619,7 +620,7 @@ function ChannelList(props: ChannelListProps): VNode<any> {
         type="search"
         value={filter}
         placeholder={props.narrow ? 'e.g. attitude roll' : 'name, unit or type'}
-        onInput={(e: Event) => props.setFilter((e.target as HTMLInputElement).value)}
+        onInput={onValue(props.setFilter)}
       />
       {props.error ? (
         <p class="error" role="alert">
@@ -640,7 +641,7 @@ function ChannelList(props: ChannelListProps): VNode<any> {
                       data-channel={c.hypertableColName}
                       checked={location.channels.includes(c.hypertableColName)}
                       disabled={telemetryNeed.disabled || !plottable(c)}
-                      onChange={(e: Event) => props.toggle(c.hypertableColName, (e.target as HTMLInputElement).checked)}
+                      onChange={(e: Event) => props.toggle(c.hypertableColName, checkedOf(e))}
                     />
                     {` ${g.message ? fieldOf(c.name) : c.name}`}
                   </label>

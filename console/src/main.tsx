@@ -9,6 +9,7 @@ import { createConsoleApi, type ConsoleApi } from './api.ts';
 import { DataView } from './data-view.tsx';
 import { formatLocation, parseLocation, type ConsoleLocation } from './url-state.ts';
 import { WebhooksView } from './webhooks-view.tsx';
+import { onValue } from './actions.ts';
 
 // The key lives only here: sessionStorage (gone when the tab closes), never localStorage, a cookie or the URL.
 const KEY_ITEM = 'sortie.apiKey';
@@ -110,15 +111,7 @@ function SignIn(props: { onSubmit: (key: string) => void; error: string }): VNod
         }}
       >
         <label for="api-key">API key</label>
-        <input
-          id="api-key"
-          name="api-key"
-          type="password"
-          autocomplete="off"
-          spellcheck={false}
-          value={key}
-          onInput={(e: Event) => setKey((e.target as HTMLInputElement).value)}
-        />
+        <input id="api-key" name="api-key" type="password" autocomplete="off" spellcheck={false} value={key} onInput={onValue(setKey)} />
         <p class="muted">Kept in this tab only (session storage) and sent as the x-api-key header.</p>
         <p class="muted">
           {'No key yet? On the server: '}

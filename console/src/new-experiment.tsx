@@ -4,13 +4,9 @@
 import type { ConsoleSession, Experiment } from '@sortie/contracts';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { SortieApiError, type ConsoleApi } from './api.ts';
+import type { ConsoleApi } from './api.ts';
 import { need } from './scopes.tsx';
-
-function message(e: unknown): string {
-  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
-  return e instanceof Error ? e.message : String(e);
-}
+import { errorText, onValue } from './actions.ts';
 
 export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession; onCreated: (experiment: Experiment) => void }): VNode<any> {
   const write = need(props.session.scopes, 'datasets:write');
@@ -29,7 +25,7 @@ export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession;
       setError('');
       props.onCreated(experiment);
     } catch (err) {
-      setError(message(err));
+      setError(errorText(err));
     } finally {
       setBusy(false);
     }
@@ -40,14 +36,7 @@ export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession;
       <form aria-label="New experiment" onSubmit={(e: Event) => void submit(e)}>
         <label for="experiment-name">New experiment</label>
         <div class="inline">
-          <input
-            id="experiment-name"
-            value={name}
-            maxLength={200}
-            placeholder="Hover test 12"
-            disabled={write.disabled}
-            onInput={(e: Event) => setName((e.target as HTMLInputElement).value)}
-          />
+          <input id="experiment-name" value={name} maxLength={200} placeholder="Hover test 12" disabled={write.disabled} onInput={onValue(setName)} />
           <button type="submit" disabled={write.disabled || busy || name.trim() === ''}>
             Create
           </button>

@@ -7,6 +7,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { formatIso } from './format.ts';
 import { filterDiff, filterParameters, formatParameter } from './parameter-logic.ts';
+import { checkedOf, onValue, valueOf } from './actions.ts';
 
 /** Another flight to compare with, as the picker lists it. */
 export interface FlightChoice {
@@ -82,29 +83,23 @@ export function ParametersView(props: Props): VNode<any> {
       ) : null}
       <div class="param-controls">
         <label for="parameter-filter">Filter parameters</label>
-        <input
-          id="parameter-filter"
-          type="search"
-          value={filter}
-          placeholder="e.g. MC_ROLL or PILOT"
-          onInput={(e: Event) => setFilter((e.target as HTMLInputElement).value)}
-        />
+        <input id="parameter-filter" type="search" value={filter} placeholder="e.g. MC_ROLL or PILOT" onInput={onValue(setFilter)} />
         <label class="inline">
-          <input type="checkbox" checked={changedOnly} onChange={(e: Event) => setChangedOnly((e.target as HTMLInputElement).checked)} />
+          <input type="checkbox" checked={changedOnly} onChange={(e: Event) => setChangedOnly(checkedOf(e))} />
           {' Changed during the flight only'}
         </label>
       </div>
       <h4>Compare with another flight</h4>
       <div class="param-controls">
         <label for="parameter-compare">Compare with…</label>
-        <select id="parameter-compare" value={other} onChange={(e: Event) => setOther((e.target as HTMLSelectElement).value)}>
+        <select id="parameter-compare" value={other} onChange={onValue(setOther)}>
           <option value="">— choose a flight —</option>
           {props.flights.map((f) => (
             <option key={f.id} value={f.id}>{`${f.name} (${f.experimentName})`}</option>
           ))}
         </select>
         <label for="parameter-at">Compare values</label>
-        <select id="parameter-at" value={at} onChange={(e: Event) => setAt((e.target as HTMLSelectElement).value as 'initial' | 'final')}>
+        <select id="parameter-at" value={at} onChange={(e: Event) => setAt(valueOf(e) as 'initial' | 'final')}>
           <option value="initial">at the start of both flights</option>
           <option value="final">at the end of both flights</option>
         </select>

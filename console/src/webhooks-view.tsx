@@ -1,14 +1,10 @@
 import type { ConsoleSession, DeliveryAttempt, Notification, WebhookEndpoint, WebhookEndpointWithSecret } from '@sortie/contracts';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { SortieApiError, type ConsoleApi } from './api.ts';
+import type { ConsoleApi } from './api.ts';
 import { formatIso } from './format.ts';
 import { need } from './scopes.tsx';
-
-function message(e: unknown): string {
-  if (e instanceof SortieApiError) return `${e.message}${e.details.length ? ` (${e.details.map((d) => `${d.field}: ${d.message}`).join('; ')})` : ''}`;
-  return e instanceof Error ? e.message : String(e);
-}
+import { actRunner, errorText, onValue } from './actions.ts';
 
 /** The endpoint's latest delivery attempt as the list says it: what the receiver answered, and when. */
 function lastAttemptText(ep: WebhookEndpoint): string {
@@ -34,19 +30,11 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
 
   useEffect(() => {
     if (read.disabled) return;
-    api.webhooks().then(setEndpoints, (e: unknown) => setError(message(e)));
+    api.webhooks().then(setEndpoints, (e: unknown) => setError(errorText(e)));
     api.notifications().then(setNotifications, () => setNotifications([]));
   }, [api, refresh]);
 
-  const act = async (what: () => Promise<unknown>) => {
-    try {
-      await what();
-      setError('');
-    } catch (e) {
-      setError(message(e));
-    }
-    setRefresh((n) => n + 1);
-  };
+  const act = actRunner(setError, () => setRefresh((n) => n + 1));
 
   return (
     <div class="webhooks">
@@ -96,16 +84,9 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
         }}
       >
         <label for="hook-label">Label</label>
-        <input id="hook-label" value={label} disabled={write.disabled} onInput={(e: Event) => setLabel((e.target as HTMLInputElement).value)} />
+        <input id="hook-label" value={label} disabled={write.disabled} onInput={onValue(setLabel)} />
         <label for="hook-url">URL (https)</label>
-        <input
-          id="hook-url"
-          type="url"
-          value={url}
-          disabled={write.disabled}
-          placeholder="https://receiver.example:8443/hooks"
-          onInput={(e: Event) => setUrl((e.target as HTMLInputElement).value)}
-        />
+        <input id="hook-url" type="url" value={url} disabled={write.disabled} placeholder="https://receiver.example:8443/hooks" onInput={onValue(setUrl)} />
         <button type="submit" disabled={write.disabled || !label || !url}>
           Add endpoint
         </button>
@@ -165,7 +146,7 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
                         onClick={() =>
                           void api.testWebhook(ep.id).then(
                             (attempt) => setTests({ ...tests, [ep.id]: attempt }),
-                            (e: unknown) => setTests({ ...tests, [ep.id]: message(e) }),
+                            (e: unknown) => setTests({ ...tests, [ep.id]: errorText(e) }),
                           )
                         }
                       >
