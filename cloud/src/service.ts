@@ -13,6 +13,7 @@ import { applyNarrowTimescaleLayout, moveLegacyNarrowSamples } from './telemetry
 import { startSweeper } from './commands/sweeper.ts';
 import { startHttpKeyCache } from './auth/http-key-cache.ts';
 import { DeliveryEngine, type DeliveryEngineOverrides } from './delivery/engine.ts';
+import { outboxStatements } from './delivery/outbox-port.ts';
 import { startGrpcServer, type GrpcServer } from './grpc/server.ts';
 import { createHttpApp } from './app.ts';
 import { gracefulCloser } from './http/graceful-close.ts';
@@ -125,6 +126,7 @@ export class SortieService {
     // that did arrive early would only wait in the outbox for the relay).
     let engine: DeliveryEngine | undefined;
     const outbox: Outbox = {
+      ...outboxStatements,
       committed: (jobs, inline = []) => {
         overrides.afterDispatchCommit?.([...jobs, ...inline]);
         engine?.committed(jobs, inline);

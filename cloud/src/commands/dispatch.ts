@@ -1,14 +1,12 @@
-import { generateAckToken, type DispatchRequest, type DispatchResponse } from '@sortie/contracts';
+import type { DispatchRequest, DispatchResponse } from '@sortie/contracts';
 import { isArmed, readArming } from '../arming/arming.ts';
 import type { AppContext } from '../platform/context.ts';
 import { conflict, notFound } from '../platform/errors.ts';
 import { sql } from 'kysely';
 import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
-import { sha256HexSync } from '../crypto/node-crypto.ts';
-import type { CommandRow, WebhookEndpointRow } from '../db/schema.ts';
 import { runHot } from '../db/prepared.ts';
+import { mintDispatchTokens, newAckToken } from './ack-tokens.ts';
 import { noteDeadline } from './sweeper.ts';
-import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './row-columns.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
 
@@ -23,13 +21,6 @@ interface DispatchOutcome {
 }
 
 /**
- * How long the dispatch statement leases the jobs this process attempts itself. Short, so that if the
- * process dies before the attempt is recorded, the relay hands the job to the queue seconds later; the
- * delivery engine extends it for an attempt still running after INLINE_LEASE_MS − 2 s.
- */
-export const INLINE_LEASE_MS = 5000;
-
-/**
  * Each organization's number of enabled endpoints at its last dispatch: how many ack tokens a dispatch
  * mints in its statement (before it knows how many jobs it writes). A guess too low leaves the other
  * jobs to the queue; too high, the extra tokens are not stored.
@@ -42,9 +33,6 @@ function rememberFanOut(organizationId: string, endpoints: number): void {
   lastFanOut.set(organizationId, endpoints);
   if (lastFanOut.size > MAX_REMEMBERED) lastFanOut.delete(lastFanOut.keys().next().value!);
 }
-
-/** One row of the dispatch statement: a job, its endpoint, and on the first row (n = 1) the command as moved and its arming's expiry. */
-type DispatchRow = { job_id: string; n: number; a_expires_at: Date | null } & Prefixed<CommandRow, 'c_'> & Prefixed<WebhookEndpointRow, 'e_'>;
 
 /**
  * Dispatch: check the spec's four preconditions in its order, then in one transaction move the command
@@ -76,11 +64,12 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
   const now = ctx.clock.now();
   const deadline = new Date(now.getTime() + body.ackTimeoutSeconds * 1000);
   const reserved = ctx.outbox.reserveInline(lastFanOut.get(organizationId) ?? 1);
-  const tokens = Array.from({ length: reserved }, () => generateAckToken());
-  const leasedUntil = new Date(now.getTime() + INLINE_LEASE_MS);
-  let rows: DispatchRow[];
+  const tokens = Array.from({ length: reserved }, () => newAckToken());
+  // Delivery's part: its jobs, their first lease and what the first attempts read (delivery/outbox-port.ts).
+  const delivery = ctx.outbox.dispatchPart({ organizationId, now, inline: reserved });
+  let rows: object[];
   try {
-    rows = await runHot({ db: ctx.db, pool: ctx.database.pool }, 'sortie_dispatch', sql<DispatchRow>`
+    rows = await runHot({ db: ctx.db, pool: ctx.database.pool }, 'sortie_dispatch', sql<object>`
       with moved as (
         update commands set status = 'queued', queued_at = ${now}, ack_deadline_at = ${deadline}
         where id = ${body.commandId} and organization_id = ${organizationId}
@@ -94,21 +83,11 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
         select *, row_number() over (order by created_at, id)::int as n from webhook_endpoints
         where organization_id = ${organizationId} and deleted_at is null and disabled_at is null
       ),
-      jobs as (
-        insert into delivery_jobs (id, organization_id, command_id, endpoint_id, leased_until)
-        select gen_random_uuid(), ${organizationId}, m.id, e.id, case when e.n <= ${reserved} then ${leasedUntil}::timestamptz end
-        from moved m cross join endpoints e
-        returning id, endpoint_id
+      jobs as (${delivery.insertJobs}
       ),
-      minted as (
-        insert into ack_tokens (token_hash, command_id, expires_at)
-        select t.hash, m.id, ${deadline}::timestamptz
-        from moved m cross join unnest(${tokens.map((t) => sha256HexSync(t))}::text[]) with ordinality as t(hash, n)
-        where t.n <= (select count(*) from endpoints)
+      minted as (${mintDispatchTokens(tokens.map((t) => t.hash), deadline)}
       )
-      -- The command (and its arming) on the first row only: a fan-out to ten endpoints would otherwise
-      -- send and parse the same 27 columns ten times.
-      select j.id as job_id, e.n, ${PREFIXED_COLUMNS}, a.expires_at as a_expires_at
+      select ${delivery.attemptColumns}
       from jobs j join endpoints e on e.id = j.endpoint_id
       left join moved c on e.n = 1
       left join armings a on a.dataset_id = c.dataset_id
@@ -123,34 +102,13 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
     return undefined;
   }
   rememberFanOut(organizationId, rows.length);
-  const jobs: OutboxJob[] = [];
-  const inline: InlineJob[] = [];
-  const command = unprefix<CommandRow>(rows[0]!, 'c_', COMMAND_COLUMNS);
-  const armingExpiresAt = rows[0]!.a_expires_at!;
-  for (const r of rows) {
-    if (r.n <= reserved) {
-      inline.push({
-        jobId: r.job_id,
-        organizationId,
-        ackToken: tokens[r.n - 1]!,
-        leasedUntil,
-        command,
-        endpoint: unprefix<WebhookEndpointRow>(r, 'e_', ENDPOINT_COLUMNS),
-        armingExpiresAt,
-      });
-    } else jobs.push({ jobId: r.job_id, organizationId });
-  }
+  const { jobs, inline, endpoints, datasetId } = delivery.read(rows, tokens.map((t) => t.token));
   ctx.outbox.releaseInline(reserved - inline.length);
   return {
-    response: {
-      commandId: body.commandId,
-      status: 'queued',
-      ackDeadline: deadline.toISOString(),
-      endpoints: rows.map((r) => ({ id: r.e_id!, url: r.e_url! })),
-    },
+    response: { commandId: body.commandId, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
     jobs,
     inline,
-    datasetId: command.dataset_id,
+    datasetId,
   };
 }
 
@@ -197,11 +155,10 @@ async function dispatchExplained(ctx: AppContext, organizationId: string, body: 
       );
     }
 
-    const jobs = endpoints.map((endpoint) => ({ id: crypto.randomUUID(), organization_id: organizationId, command_id: command.id, endpoint_id: endpoint.id }));
-    await tx.insertInto('delivery_jobs').values(jobs).execute();
+    const jobs = await ctx.outbox.enqueueCommand(tx, { organizationId, commandId: command.id, endpointIds: endpoints.map((e) => e.id) });
     return {
       response: { commandId: command.id, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },
-      jobs: jobs.map((j) => ({ jobId: j.id, organizationId })),
+      jobs,
       inline: [],
       datasetId: command.dataset_id,
     };

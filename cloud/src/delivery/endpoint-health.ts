@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { notifyOwners, type Recipient } from '../notifications/notify-owners.ts';
+import { disableEndpoint } from '../webhooks/failure-streak.ts';
 
 /** The spec: "After twenty consecutive failed attempts the endpoint is auto-disabled and owners are notified." */
 export const AUTO_DISABLE_AFTER_FAILURES = 20;
@@ -19,7 +20,7 @@ export type EndpointHealth =
     };
 
 /**
- * Disable an endpoint whose failure streak (kept by recordAttempt in one UPDATE, so concurrent attempts
+ * Disable an endpoint whose failure streak (kept by recordAttempts in one UPDATE, webhooks/failure-streak.ts, so concurrent attempts
  * never lose a count) reached the limit, and notify the owners in the same transaction. The disable is a
  * compare-and-set on `disabled_at is null`, so however many attempts see the limit, owners hear once.
  */
@@ -28,14 +29,7 @@ export async function disableFailingEndpoint(
   input: { endpointId: string; consecutiveFailures: number; now: Date },
 ): Promise<EndpointHealth> {
   const reason = `${input.consecutiveFailures} consecutive failed delivery attempts`;
-  const disabled = await tx
-    .updateTable('webhook_endpoints')
-    .set({ disabled_at: input.now, disabled_reason: reason, updated_at: input.now })
-    .where('id', '=', input.endpointId)
-    .where('disabled_at', 'is', null)
-    .where('deleted_at', 'is', null)
-    .returning(['organization_id', 'label', 'url'])
-    .executeTakeFirst();
+  const disabled = await disableEndpoint(tx, { endpointId: input.endpointId, reason, now: input.now });
   if (!disabled) return { disabledNow: false };
 
   const subject = `Webhook endpoint "${disabled.label || disabled.url}" was disabled`;

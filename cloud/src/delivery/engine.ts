@@ -1,8 +1,10 @@
 import type { AppContext } from '../platform/context.ts';
 import { createMailer, type Mailer } from '../notifications/mailer.ts';
+import { markEmailed } from '../notifications/notify-owners.ts';
 import { createDeliveryWorker, type DeliveryDeps, type DeliveryWorker } from './deliver.ts';
 import type { InlineJob } from '../platform/outbox.ts';
 import { extendLease, loadPendingJobs, markAllPendingUnpublished, markPublished } from './jobs.ts';
+import { openAttempt } from './outbox-port.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
 import { NatsDeliveryQueue } from './nats-queue.ts';
 import { MicroBatcher } from './micro-batcher.ts';
@@ -131,10 +133,11 @@ export class DeliveryEngine {
    */
   #attemptInline(job: InlineJob): void {
     const { ctx } = this.#deps;
-    const extendIn = job.leasedUntil.getTime() - ctx.clock.now().getTime() - 2000;
+    const { leasedUntil } = openAttempt(job);
+    const extendIn = leasedUntil.getTime() - ctx.clock.now().getTime() - 2000;
     const extend = setTimeout(() => {
       const until = new Date(ctx.clock.now().getTime() + ctx.config.webhook.timeoutMs + 30_000);
-      extendLease(ctx.db, { jobId: job.jobId, from: job.leasedUntil, until }).catch((err) => ctx.logger.warn({ err, jobId: job.jobId }, 'could not extend a delivery lease'));
+      extendLease(ctx.db, { jobId: job.jobId, from: leasedUntil, until }).catch((err) => ctx.logger.warn({ err, jobId: job.jobId }, 'could not extend a delivery lease'));
     }, Math.max(0, extendIn));
     const run: Promise<void> = this.#worker
       .attemptInline(job)
@@ -188,7 +191,7 @@ export class DeliveryEngine {
     for (const r of recipients.filter((r) => r.email !== '')) {
       mailer
         .send({ to: r.email, subject, text })
-        .then(() => this.#ctx.db.updateTable('notifications').set({ emailed_at: this.#ctx.clock.now() }).where('id', '=', r.notificationId).execute())
+        .then(() => markEmailed(this.#ctx.db, r.notificationId, this.#ctx.clock.now()))
         .catch((err) => this.#ctx.logger.error({ err, notificationId: r.notificationId }, 'notification email failed'));
     }
   }

@@ -4,7 +4,10 @@ import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
 import type { Executor } from '../db/executor.ts';
 import { runHot, type HotTarget } from '../db/prepared.ts';
-import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from '../commands/row-columns.ts';
+import { mintLeaseTokens } from '../commands/ack-tokens.ts';
+import { recordDeliveryAttempts } from '../commands/attempt-counters.ts';
+import { updateFailureStreaks } from '../webhooks/failure-streak.ts';
+import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './attempt-columns.ts';
 
 /** The delivery outbox (`delivery_jobs`): the truth the queues are driven from. */
 
@@ -155,12 +158,7 @@ export async function leaseAndLoadMany(
       where j.id = i.job_id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
       returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, j.event_type, j.payload, j.created_at, i.token_hash
     ),
-    minted as (
-      insert into ack_tokens (token_hash, command_id, expires_at)
-      select l.token_hash, c.id, c.ack_deadline_at
-      from leased l join commands c on c.id = l.command_id
-      where c.status = 'queued' and c.ack_deadline_at > ${input.now}
-      returning token_hash
+    minted as (${mintLeaseTokens(input.now)}
     ),
     -- Each command and endpoint (and the command's arming) on the first of its jobs' rows only: a batch
     -- holds a few commands fanned out to a few endpoints, and these are most of a row's columns.
@@ -247,7 +245,8 @@ export interface AttemptRecord {
 
 /**
  * Everything a batch of attempts changes, in one statement (so also atomically): the attempt rows, the
- * jobs, the commands' counters and the endpoints' failure streaks. Several attempts of one batch may
+ * jobs, the commands' counters (commands/attempt-counters.ts) and the endpoints' failure streaks
+ * (webhooks/failure-streak.ts). Several attempts of one batch may
  * share a command (fan-out) or an endpoint, and a row can change only once per statement, so those are
  * folded first: per command the number of attempts and the earliest success; per endpoint whether a
  * success reset the streak and how many failures came after the last success (in attempt order).
@@ -303,23 +302,9 @@ export async function recordAttempts(db: Executor | HotTarget, attempts: readonl
       ) as u(id, attempts, state, reason, finished_at, next_at)
       where d.id = u.id
     ),
-    cmds as (
-      update commands c set
-        delivery_attempts = c.delivery_attempts + u.n,
-        delivered_at = case when u.delivered_at is null then c.delivered_at else coalesce(c.delivered_at, u.delivered_at) end
-      from unnest(
-        ${[...commands.keys()]}::uuid[], ${[...commands.values()].map((c) => c.n)}::int[],
-        ${[...commands.values()].map((c) => c.deliveredAt?.toISOString() ?? null)}::timestamptz[]
-      ) as u(id, n, delivered_at)
-      where c.id = u.id
+    cmds as (${recordDeliveryAttempts(commands)}
     )
-    update webhook_endpoints e set
-      consecutive_failures = case when u.reset then u.add else e.consecutive_failures + u.add end
-    from unnest(${[...endpoints.keys()]}::uuid[], ${[...endpoints.values()].map((e) => e.reset)}::bool[], ${[...endpoints.values()].map((e) => e.add)}::int[])
-      as u(id, reset, add)
-    -- A success on an endpoint with no failures changes nothing: the row is not rewritten.
-    where e.id = u.id and not (u.reset and u.add = 0 and e.consecutive_failures = 0)
-    returning e.id, e.consecutive_failures, e.disabled_at is not null as disabled
+    ${updateFailureStreaks(endpoints)}
   `);
   const byEndpoint = new Map(rows.map((r) => [r.id, { consecutiveFailures: r.consecutive_failures, disabled: r.disabled }]));
   return attempts.map((a) => byEndpoint.get(a.job.endpoint_id) ?? { consecutiveFailures: 0, disabled: false });

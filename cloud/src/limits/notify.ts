@@ -1,19 +1,24 @@
-import { LIMIT_CROSSING_EVENT, type LimitCrossingBody } from '@sortie/contracts';
-import { sql } from 'kysely';
+import type { LimitCrossingBody } from '@sortie/contracts';
 import type { Executor } from '../db/executor.ts';
 import type { DatasetRow, EventRow } from '../db/schema.ts';
-import type { OutboxJob } from '../platform/outbox.ts';
+import type { Outbox, OutboxJob } from '../platform/outbox.ts';
 import { eventsOnSeriesTime } from '../telemetry/read.ts';
 import type { ChangedLimitEvent } from './states.ts';
 
 /**
  * Limit events as webhooks: in the transaction that stored or ended LIMIT events, one delivery job per
  * event, phase and endpoint that opted in (`limit_events`), carrying the event as it was at that phase
- * (the body's `event`). The caller hands the jobs to the outbox port once the transaction committed;
+ * (the body's `event`), written by delivery through the outbox port (`outbox.enqueueLimitCrossings`).
+ * The caller hands the jobs to the outbox port once the transaction committed;
  * the delivery engine signs, retries and counts them toward auto-disable as it does commands. An
  * organization with no opted-in endpoint pays one indexed read, and only when an event changed.
  */
-export async function notifyLimitEvents(tx: Executor, organizationId: string, changed: readonly ChangedLimitEvent[]): Promise<OutboxJob[]> {
+export async function notifyLimitEvents(
+  tx: Executor,
+  outbox: Pick<Outbox, 'enqueueLimitCrossings'>,
+  organizationId: string,
+  changed: readonly ChangedLimitEvent[],
+): Promise<OutboxJob[]> {
   if (changed.length === 0) return [];
   const endpoints = await tx
     .selectFrom('webhook_endpoints')
@@ -28,25 +33,14 @@ export async function notifyLimitEvents(tx: Executor, organizationId: string, ch
   const datasets = new Map(
     (await tx.selectFrom('datasets').selectAll().where('id', 'in', [...new Set(changed.map((c) => c.datasetId))]).execute()).map((d) => [d.id, d]),
   );
-  const events: string[] = [];
-  const phases: string[] = [];
-  const payloads: string[] = [];
+  const events: Array<{ eventId: string; phase: string; payload: string }> = [];
   for (const c of changed) {
     const row = stored.get(c.eventId);
     const dataset = datasets.get(c.datasetId);
     if (!row || !dataset) continue;
-    events.push(c.eventId);
-    phases.push(c.phase);
-    payloads.push(JSON.stringify(await payloadOf(tx, dataset, { ...row, data: { ...c.data } })));
+    events.push({ eventId: c.eventId, phase: c.phase, payload: JSON.stringify(await payloadOf(tx, dataset, { ...row, data: { ...c.data } })) });
   }
-  const jobs = await sql<{ id: string }>`
-    insert into delivery_jobs (id, organization_id, endpoint_id, event_type, event_id, event_phase, payload)
-    select gen_random_uuid(), ${organizationId}::uuid, e.id, ${LIMIT_CROSSING_EVENT}, n.event_id, n.phase, n.payload
-    from unnest(${events}::uuid[], ${phases}::text[], ${payloads}::jsonb[]) as n(event_id, phase, payload)
-    cross join unnest(${endpoints.map((e) => e.id)}::uuid[]) as e(id)
-    on conflict (event_id, event_phase, endpoint_id) where event_id is not null do nothing
-    returning id`.execute(tx);
-  return jobs.rows.map((j) => ({ jobId: j.id, organizationId }));
+  return outbox.enqueueLimitCrossings(tx, { organizationId, endpointIds: endpoints.map((e) => e.id), events });
 }
 
 /** The body's `event`: as GET /api/datasets/events lists it (a MAVLink dataset's on the charts' axis), with its experiment and organization. */

@@ -135,7 +135,7 @@ export async function updateRule(ctx: AppContext, organizationId: string, body: 
     }
     if (details.length > 0) refuse(details);
     const ended = await endOpenCrossings(tx, old);
-    const jobs = await notifyLimitEvents(tx, organizationId, ended);
+    const jobs = await notifyLimitEvents(tx, ctx.outbox, organizationId, ended);
     const row = await tx.updateTable('limit_rules').set({ ...next, updated_at: sql<Date>`now()` }).where('id', '=', old.id).returningAll().executeTakeFirstOrThrow();
     return { row, ended, jobs };
   });
@@ -148,7 +148,7 @@ export async function deleteRule(ctx: AppContext, organizationId: string, id: st
   const outcome = await ctx.db.transaction().execute(async (tx) => {
     const old = await requireRule(tx, organizationId, id, true);
     const ended = await endOpenCrossings(tx, old);
-    const jobs = await notifyLimitEvents(tx, organizationId, ended);
+    const jobs = await notifyLimitEvents(tx, ctx.outbox, organizationId, ended);
     await tx.deleteFrom('limit_rules').where('id', '=', old.id).execute();
     return { ended, jobs };
   });

@@ -141,7 +141,7 @@ export class LimitWatcher implements LimitWatch {
       try {
         let jobs: OutboxJob[] = [];
         const stored = await persistChanges(this.#ctx.db, dataset, changes, async (tx, events) => {
-          jobs = await notifyLimitEvents(tx, dataset.organizationId, events);
+          jobs = await notifyLimitEvents(tx, this.#ctx.outbox, dataset.organizationId, events);
         });
         for (const rule of entry.rules!) rule.version = stored.versions.get(rule.rule.id) ?? rule.version;
         // Followers read the dataset's new and ended LIMIT events (Follow, the console's banner and bands);

@@ -38,3 +38,8 @@ export async function notifyOwners(db: Executor, organizationId: string, note: N
   await db.insertInto('notifications').values(rows).execute();
   return rows.map((row, i) => ({ notificationId: row.id, userId: row.user_id, email: owners[i]!.email }));
 }
+
+/** Record that a notification's email went out. */
+export async function markEmailed(db: Executor, notificationId: string, at: Date): Promise<void> {
+  await db.updateTable('notifications').set({ emailed_at: at }).where('id', '=', notificationId).execute();
+}

@@ -3,14 +3,14 @@ import type { CommandRow, WebhookEndpointRow } from '../db/schema.ts';
 
 /**
  * The whole command and endpoint rows, as the statements that prepare a delivery attempt read them: the
- * dispatch statement (for the first attempt, made at once by the dispatching process) and the delivery
- * worker's lease (delivery/jobs.ts, for every later one). Here, below both.
+ * delivery worker's lease (jobs.ts) and delivery's part of the dispatch statement (dispatch-jobs.ts, for
+ * the first attempt, made at once by the dispatching process).
  */
 
 /**
  * The column names of a row type, each key of Row exactly as db/schema.ts declares it: tsc rejects a list
  * that misses a key or names one the row lacks, so a column added to the schema cannot reach an attempt
- * as `undefined`. (delivery/jobs.test.ts checks the lists against the migrated tables too.)
+ * as `undefined`. (jobs.test.ts checks the lists against the migrated tables too.)
  */
 function columnsOf<Row>() {
   return <const C extends readonly (keyof Row & string)[]>(
