@@ -1,4 +1,5 @@
 import type { Executor } from '../db/executor.ts';
+import { writeDeploymentSetting } from '../platform/deployment-settings.ts';
 
 /** The deployment switch dispatch reads on every call. Off until an operator turns it on. */
 export const COMMAND_WEBHOOKS = 'command_webhooks_enabled';
@@ -9,9 +10,5 @@ export async function readCommandWebhooksEnabled(db: Executor): Promise<boolean>
 }
 
 export async function writeCommandWebhooksEnabled(db: Executor, enabled: boolean, at: Date): Promise<void> {
-  await db
-    .insertInto('deployment_settings')
-    .values({ key: COMMAND_WEBHOOKS, value: JSON.stringify(enabled), updated_at: at })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value: JSON.stringify(enabled), updated_at: at }))
-    .execute();
+  await writeDeploymentSetting(db, COMMAND_WEBHOOKS, JSON.stringify(enabled), at);
 }

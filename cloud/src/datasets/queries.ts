@@ -1,5 +1,6 @@
 import type { Channel, ChannelDeclaration, Dataset } from '@sortie/contracts';
-import type { ChannelRow, DatasetRow } from '../db/schema.ts';
+import type { Insertable } from 'kysely';
+import type { ChannelRow, ChannelsTable, DatasetRow, DatasetsTable } from '../db/schema.ts';
 import { notFound } from '../platform/errors.ts';
 import { columnName } from './wide-table.ts';
 import type { Executor } from '../db/executor.ts';
@@ -81,4 +82,49 @@ export function insertWideChannel(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * Change the given fields of a channel of the dataset; undefined when the dataset has no such channel.
+ * A name already taken in the dataset surfaces as a unique violation.
+ */
+export function updateChannel(
+  db: Executor,
+  input: {
+    datasetId: string;
+    channelId: string;
+    name?: string | undefined;
+    unit?: string | undefined;
+    dataType?: string | undefined;
+    now: Date;
+  },
+): Promise<ChannelRow | undefined> {
+  return db
+    .updateTable('channels')
+    .set({
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.unit !== undefined && { unit: input.unit }),
+      ...(input.dataType !== undefined && { data_type: input.dataType }),
+      updated_at: input.now,
+    })
+    .where('id', '=', input.channelId)
+    .where('dataset_id', '=', input.datasetId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Channels found in a dataset's stored data (telemetry/narrow/channels.ts), those already declared left alone; how many were new. */
+export async function insertFoundChannels(db: Executor, rows: readonly Insertable<ChannelsTable>[]): Promise<number> {
+  const inserted = await db.insertInto('channels').values([...rows]).onConflict((oc) => oc.doNothing()).returning('id').execute();
+  return inserted.length;
+}
+
+/** A new dataset's row (a log import's, imports/import.ts). */
+export async function insertDataset(db: Executor, row: Insertable<DatasetsTable>): Promise<void> {
+  await db.insertInto('datasets').values(row).execute();
+}
+
+/** Delete a dataset's row; what references it cascades. */
+export async function deleteDataset(db: Executor, datasetId: string): Promise<void> {
+  await db.deleteFrom('datasets').where('id', '=', datasetId).execute();
 }

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { CreateImportQuery, ImportFormat, LogImport } from '@sortie/contracts';
 import type { AppContext } from '../platform/context.ts';
-import { requireExperiment } from '../datasets/queries.ts';
+import { deleteDataset, insertDataset, requireExperiment } from '../datasets/queries.ts';
+import { insertEventRows } from '../events/queries.ts';
 import { ServiceError } from '../platform/errors.ts';
 import { dropNarrowDataset, openNarrowWriter } from '../telemetry/log-import.ts';
 import { datasetSpan } from '../telemetry/read.ts';
@@ -131,20 +132,18 @@ export async function importFile(
     }
     const row = await ctx.db.transaction().execute(async (tx) => {
       for (let i = 0; i < findings.events.length; i += INSERT_ROWS) {
-        await tx
-          .insertInto('events')
-          .values(
-            findings.events.slice(i, i + INSERT_ROWS).map((e) => ({
-              id: crypto.randomUUID(),
-              organization_id: organizationId,
-              dataset_id: datasetId,
-              time: new Date(Math.floor(e.timeUs / 1000)),
-              kind: e.kind,
-              message: e.message,
-              data: JSON.stringify(e.data),
-            })),
-          )
-          .execute();
+        await insertEventRows(
+          tx,
+          findings.events.slice(i, i + INSERT_ROWS).map((e) => ({
+            id: crypto.randomUUID(),
+            organization_id: organizationId,
+            dataset_id: datasetId,
+            time: new Date(Math.floor(e.timeUs / 1000)),
+            kind: e.kind,
+            message: e.message,
+            data: JSON.stringify(e.data),
+          })),
+        );
       }
       for (let i = 0; i < findings.parameters.length; i += INSERT_ROWS) {
         await tx
@@ -216,10 +215,7 @@ async function createDataset(
     for (let k = 2; taken.has(name); k++) name = `${base} (${k})`;
     const datasetId = crypto.randomUUID();
     const kind = DATASET_FORMAT[format];
-    await tx
-      .insertInto('datasets')
-      .values({ id: datasetId, organization_id: organizationId, experiment_id: query.experimentId, name, storage_shape: 'narrow', ...kind, table_name: null })
-      .execute();
+    await insertDataset(tx, { id: datasetId, organization_id: organizationId, experiment_id: query.experimentId, name, storage_shape: 'narrow', ...kind, table_name: null });
     const row = await tx
       .insertInto('log_imports')
       .values({
@@ -242,7 +238,7 @@ async function createDataset(
       .executeTakeFirst();
     if (row) return { row };
     // The same file, imported by another request that committed first: answer that one, keep nothing of this.
-    await tx.deleteFrom('datasets').where('id', '=', datasetId).execute();
+    await deleteDataset(tx, datasetId);
     return { existing: (await findImportOfFile(tx, organizationId, upload.sha256))! };
   });
 }

@@ -4,6 +4,7 @@ import type { Db } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
 import type { LimitPhase, LimitRuleRow } from '../db/schema.ts';
 import type { WatchedDataset } from '../platform/limit-watch.ts';
+import { insertLimitEvents, replaceOpenLimitEvent, replaceOpenLimitEventData, updateOpenLimitEventWorst } from '../events/queries.ts';
 import { isoOfUs, limitEventData, limitMessage, type CrossingState, type Transition } from './crossing.ts';
 
 /**
@@ -181,14 +182,12 @@ interface Start {
 /** One insert of every LIMIT event a batch started; the provisional ids it stored (the others were stored before). */
 async function insertStartedEvents(tx: Executor, dataset: Pick<WatchedDataset, 'id' | 'organizationId'>, starts: readonly Start[]): Promise<Set<string>> {
   if (starts.length === 0) return new Set();
-  const rows = await sql<{ id: string }>`
-    insert into events (id, organization_id, dataset_id, time, kind, message, data, limit_rule_id)
-    select u.id, ${dataset.organizationId}::uuid, ${dataset.id}::uuid, timestamptz 'epoch' + u.us * interval '1 microsecond', 'LIMIT', u.message, u.data, u.rule_id
-    from unnest(${starts.map((s) => s.key)}::uuid[], ${starts.map((s) => s.startUs)}::int8[], ${starts.map((s) => s.message)}::text[],
-                ${starts.map((s) => JSON.stringify(s.data))}::jsonb[], ${starts.map((s) => s.rule.id)}::uuid[]) as u(id, us, message, data, rule_id)
-    on conflict (limit_rule_id, dataset_id, time) where limit_rule_id is not null do nothing
-    returning id`.execute(tx);
-  return new Set(rows.rows.map((r) => r.id));
+  const stored = await insertLimitEvents(tx, {
+    organizationId: dataset.organizationId,
+    datasetId: dataset.id,
+    starts: starts.map((s) => ({ id: s.key, us: s.startUs, message: s.message, data: JSON.stringify(s.data), ruleId: s.rule.id })),
+  });
+  return new Set(stored);
 }
 
 /** Crossings stored before (their state was lost, or a replay): the event each is, by rule and start. Provisional id → stored id. */
@@ -211,12 +210,8 @@ async function storedCrossings(tx: Executor, datasetId: string, starts: readonly
 async function endEvents(tx: Executor, ends: readonly { id: string; data: LimitEventData }[]): Promise<{ id: string; data: LimitEventData }[]> {
   if (ends.length === 0) return [];
   const last = new Map(ends.map((e) => [e.id, e.data]));
-  const rows = await sql<{ id: string }>`
-    update events e set data = u.data, updated_at = now()
-    from unnest(${[...last.keys()]}::uuid[], ${[...last.values()].map((d) => JSON.stringify(d))}::jsonb[]) as u(id, data)
-    where e.id = u.id and e.data->>'active' = 'true'
-    returning e.id`.execute(tx);
-  return rows.rows.map((r) => ({ id: r.id, data: last.get(r.id)! }));
+  const changed = await replaceOpenLimitEventData(tx, new Map([...last].map(([id, d]) => [id, JSON.stringify(d)])));
+  return changed.map((id) => ({ id, data: last.get(id)! }));
 }
 
 /**
@@ -226,13 +221,11 @@ async function endEvents(tx: Executor, ends: readonly { id: string; data: LimitE
  */
 async function updateWorst(tx: Executor, open: readonly RuleChange[]): Promise<number> {
   if (open.length === 0) return 0;
-  const rows = await sql<{ id: string }>`
-    update events e set data = e.data || jsonb_build_object('worstValue', u.worst, 'worstTime', u.at), updated_at = now()
-    from unnest(${open.map((c) => c.state.eventId)}::uuid[], ${open.map((c) => c.state.worstValue)}::float8[],
-                ${open.map((c) => isoOfUs(c.state.worstUs!))}::text[]) as u(id, worst, at)
-    where e.id = u.id and e.data->>'active' = 'true' and (e.data->>'worstValue')::float8 is distinct from u.worst
-    returning e.id`.execute(tx);
-  return rows.rows.length;
+  const changed = await updateOpenLimitEventWorst(
+    tx,
+    open.map((c) => ({ id: c.state.eventId!, value: c.state.worstValue, at: isoOfUs(c.state.worstUs!) })),
+  );
+  return changed.length;
 }
 
 /**
@@ -267,12 +260,6 @@ export async function endLimitEvent(
   t: { startUs: number; endUs: number; worstValue: number; worstUs: number },
 ): Promise<LimitEventData | undefined> {
   const data = limitEventData(rule, t);
-  const ended = await tx
-    .updateTable('events')
-    .set({ data: JSON.stringify(data), updated_at: sql<Date>`now()` })
-    .where('id', '=', eventId)
-    .where(sql<boolean>`data->>'active' = 'true'`)
-    .returning('id')
-    .executeTakeFirst();
-  return ended && data;
+  const ended = await replaceOpenLimitEvent(tx, eventId, JSON.stringify(data));
+  return ended ? data : undefined;
 }

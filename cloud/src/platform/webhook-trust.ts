@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Db } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
+import { writeDeploymentSetting } from './deployment-settings.ts';
 import { parseAllowCidrs, type AllowList } from '../net/address-policy.ts';
 import type { Logger } from './logger.ts';
 
@@ -48,11 +49,7 @@ export async function readStoredTrust(db: Executor): Promise<StoredTrust> {
 
 export async function writeStoredTrust(db: Executor, trust: StoredTrust, at: Date): Promise<void> {
   const value = JSON.stringify(trust);
-  await db
-    .insertInto('deployment_settings')
-    .values({ key: WEBHOOK_TRUST, value, updated_at: at })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value, updated_at: at }))
-    .execute();
+  await writeDeploymentSetting(db, WEBHOOK_TRUST, value, at);
   for (const listener of localChanges) listener();
 }
 

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../db/executor.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { DatasetRow } from '../db/schema.ts';
+import { deleteDataset } from '../datasets/queries.ts';
 import { messageLayoutOf } from './narrow/decode.ts';
 import { LOG_TABLE_KEY_BASE, type ColumnType, type MessageColumns } from './narrow/message-tables.ts';
 import { NarrowBatch } from './narrow/narrow-batch.ts';
@@ -48,6 +49,6 @@ export async function dropNarrowDataset(db: Executor, datasetId: string): Promis
     await sql`delete from narrow_message_tables where dataset_id = ${datasetId}::uuid`.execute(tx);
     await sql`delete from narrow_boot_sessions where dataset_id = ${datasetId}::uuid`.execute(tx);
     await sql`delete from narrow_datasets where dataset_id = ${datasetId}::uuid`.execute(tx);
-    await sql`delete from datasets where id = ${datasetId}::uuid`.execute(tx);
+    await deleteDataset(tx, datasetId);
   });
 }

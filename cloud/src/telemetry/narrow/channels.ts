@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
+import { insertFoundChannels } from '../../datasets/queries.ts';
 import { isLogSignalName } from '@sortie/contracts';
 import { findSignal, loadMessageTables } from './message-tables.ts';
 import { logSignalInfo, signalInfo } from './signal-info.ts';
@@ -47,6 +48,5 @@ export async function materialiseNarrowChannels(db: Executor, dataset: DatasetRo
       };
     });
   if (rows.length === 0) return 0;
-  const inserted = await db.insertInto('channels').values(rows).onConflict((oc) => oc.doNothing()).returning('id').execute();
-  return inserted.length;
+  return insertFoundChannels(db, rows);
 }
