@@ -42,6 +42,20 @@ interface Replay {
   readonly checkpointer: ReplayCheckpointer;
 }
 
+/** What a run holds while its source is read: everything the orderly end has to stop and close. */
+interface Running {
+  readonly logger: Logger;
+  readonly spool: Spool;
+  readonly linkEvents: LinkEventQueue;
+  readonly source: Source;
+  readonly replay: Replay | null;
+  readonly pipeline: Pipeline;
+  readonly uplink: Uplink;
+  readonly reporter: StatusReporter;
+  /** Link events being written to the queue (on disk before the drain looks at what is pending). */
+  readonly eventWrites: ReadonlySet<Promise<unknown>>;
+}
+
 /**
  * Opens everything and starts the run. Fails before anything runs (rejecting) when the spool is
  * locked by another agent, the file cannot be read, the UDP port is taken or no uplink can be made.
@@ -49,166 +63,230 @@ interface Replay {
 export async function startAgent(config: AgentConfig, io: AgentIo): Promise<AgentRun> {
   const { logger } = io;
   const uplink = createUplink(config.cloud);
-  const spool = await Spool.open({
-    dir: config.spool.dir,
-    maxBytes: config.spool.maxBytes,
-    // Eight segments or more per spool, so a small bound (an SD card) still drops or frees in steps.
-    segmentBytes: Math.max(64 * 1024, Math.min(16 * 1024 * 1024, Math.floor(config.spool.maxBytes / 8))),
-    fullPolicy: config.spool.fullPolicy,
-  });
+  const spool = await openSpool(config);
   let events: LinkEventQueue | null = null;
   let source: Source | null = null;
   try {
     logRecovery(spool, logger);
-    events = await LinkEventQueue.open(join(config.spool.dir, LINK_EVENTS_FILE));
-    if (events.pending().length > 0) logger.info({ pending: events.pending().length }, 'link events from earlier runs wait for the uplink');
+    events = await openLinkEvents(config, logger);
 
     let pipeline: Pipeline | null = null;
     const opened = await openSource(config, spool, logger, () => pipeline?.lastSpooled ?? null);
-    if (opened === 'nothing-to-do') {
-      // The replay is spooled already; what the cloud has not acknowledged (a run stopped or killed
-      // while sending) still goes.
-      if (uplink.status().state !== 'off' && !allAcknowledged(spool, events)) return drainOnly(spool, events, uplink, logger);
-      await events.close();
-      await spool.close();
-      return { done: Promise.resolve(0), stop() {} };
-    }
+    if (opened === 'nothing-to-do') return await nothingToReplay(spool, events, uplink, logger);
     source = opened.source;
     const { replay } = opened;
-    const src = source;
     const linkEvents = events;
 
-    let fullRetries = 0;
-    pipeline = new Pipeline({
-      source: src,
-      spool,
-      detector: new LinkLossDetector({ thresholdUs: config.linkLossSeconds * 1e6 }),
-      crcExtra: crcExtraOf,
-      fileTag: replay?.file.fileTag,
-      waitWhenFull: config.source.kind === 'file',
-      onSpoolFull: (error) => {
-        // Without an uplink nothing will ever free room: stop rather than hang.
-        if (uplink.status().state === 'off') return false;
-        // Asked on every retry (5 a second): say it once a minute.
-        if (fullRetries++ % 300 === 0) logger.warn({ error: error.message }, 'spool full: replay paused until the uplink frees room');
-        return true;
-      },
-    });
-    const p = pipeline;
-
-    const eventWrites = new Set<Promise<unknown>>();
-    p.on('link', (e) => {
-      const write = linkEvents.push(e).catch((error: unknown) => logger.error({ error: String(error), event: e }, 'could not queue a link event'));
-      eventWrites.add(write);
-      void write.finally(() => eventWrites.delete(write));
-      logLinkEvent(logger, e);
-    });
-    const seen = new Set<number>();
-    p.on('system', (sysid) => {
-      seen.add(sysid);
-      logger.info({ sysid }, 'new system id on the link');
-    });
-    let dropped = 0;
-    p.on('dropped', (error) => {
-      // The first, then one line per thousand: a full spool on a live link drops at the frame rate.
-      if (dropped++ % 1000 === 0) logger.warn({ error: error.message, droppedSoFar: dropped }, 'frame not spooled');
-    });
-    spool.on('warning', (w) => logger.warn(warningFields(w), 'spool warning'));
-    spool.on('error', (error) => logger.error({ error: error.message }, 'spool failed'));
-
-    const systems: SystemIds = {
-      list: () => [...seen].sort((a, b) => a - b),
-      onSystem(listener) {
-        p.on('system', listener);
-        return () => p.off('system', listener);
-      },
-    };
-    const reporter = new StatusReporter({
-      tty: io.tty,
-      logger,
-      jsonIntervalMs: config.statusIntervalSeconds * 1000,
-      snapshot: () => {
-        const progress = src.progress();
-        return {
-          source: { description: src.description, state: src.state() },
-          progress: progress ? { ...progress, etaSeconds: null } : null,
-          stats: p.stats(),
-          uplink: uplink.status(),
-          nowUs: src.now(),
-        };
-      },
-    });
-    io.onReporter?.(reporter);
-
-    logger.info(
-      { source: src.description, sourceState: src.state(), spoolDir: config.spool.dir, nextSeq: String(spool.nextSeq), uplink: uplink.status().state },
-      'agent started',
-    );
-    reporter.start();
+    pipeline = createPipeline(config, opened, spool, uplink, logger);
+    const { eventWrites, systems } = followPipeline(pipeline, linkEvents, logger);
+    logSpoolTrouble(spool, logger);
+    const reporter = startStatus(config, io, opened.source, pipeline, spool, uplink);
     uplink.start({ spool, linkEvents, systems, logger: logger.child({ component: 'uplink' }) });
-
-    const abort = new AbortController();
-    const startedMs = performance.now();
-    const done = (async (): Promise<number> => {
-      let code = 0;
-      try {
-        await p.run();
-      } catch (error) {
-        code = 1;
-        logger.error({ error: (error as Error).message }, fatalHint(error));
-      }
-      await src.close().catch(() => {});
-      const finished = src.ended() && code === 0;
-      try {
-        await replay?.checkpointer.finish(finished);
-        // Link events are on disk before the drain looks at what is pending.
-        await Promise.allSettled(eventWrites);
-        if (finished && replay && uplink.status().state !== 'off') {
-          const lag = spool.stats().pending;
-          if (lag > 0) logger.info({ unacknowledged: lag }, 'replay spooled; waiting for the cloud to acknowledge the rest');
-          await uplink.drain(abort.signal);
-          if (allAcknowledged(spool, linkEvents)) logger.info({ ackedSeq: String(spool.ackedSeq) }, 'the cloud has acknowledged every frame and link event');
-        }
-        await uplink.stop();
-      } catch (error) {
-        code = 1;
-        logger.error({ error: (error as Error).message }, 'shutdown step failed');
-      }
-      reporter.stop();
-      const s = p.stats();
-      logger.info(
-        {
-          framesIn: s.framesIn,
-          spooled: s.spooled,
-          notSpooled: s.notSpooled,
-          junkBytes: s.junkBytes,
-          unknownIds: s.unknownIds,
-          linkEvents: s.linkEvents,
-          durableSeq: String(s.durableSeq),
-          seconds: Math.round(performance.now() - startedMs) / 1000,
-        },
-        finished ? 'replay finished' : 'stopped',
-      );
-      return (await closeStorage(linkEvents, spool, logger)) ? code : 1;
-    })();
-
-    let stopping = false;
-    return {
-      done,
-      stop(reason) {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ reason }, 'stopping: closing the source and flushing the spool');
-        abort.abort();
-        void p.stop();
-      },
-    };
+    return runToTheEnd({ logger, spool, linkEvents, source: opened.source, replay, pipeline, uplink, reporter, eventWrites });
   } catch (error) {
     await source?.close().catch(() => {});
     await events?.close().catch(() => {});
     await spool.close().catch(() => {});
     throw error;
   }
+}
+
+function openSpool(config: AgentConfig): Promise<Spool> {
+  return Spool.open({
+    dir: config.spool.dir,
+    maxBytes: config.spool.maxBytes,
+    // Eight segments or more per spool, so a small bound (an SD card) still drops or frees in steps.
+    segmentBytes: Math.max(64 * 1024, Math.min(16 * 1024 * 1024, Math.floor(config.spool.maxBytes / 8))),
+    fullPolicy: config.spool.fullPolicy,
+  });
+}
+
+async function openLinkEvents(config: AgentConfig, logger: Logger): Promise<LinkEventQueue> {
+  const events = await LinkEventQueue.open(join(config.spool.dir, LINK_EVENTS_FILE));
+  if (events.pending().length > 0) logger.info({ pending: events.pending().length }, 'link events from earlier runs wait for the uplink');
+  return events;
+}
+
+/**
+ * The replay is spooled already; what the cloud has not acknowledged (a run stopped or killed while
+ * sending) still goes. Otherwise the run is over before it started.
+ */
+async function nothingToReplay(spool: Spool, events: LinkEventQueue, uplink: Uplink, logger: Logger): Promise<AgentRun> {
+  if (uplink.status().state !== 'off' && !allAcknowledged(spool, events)) return drainOnly(spool, events, uplink, logger);
+  await events.close();
+  await spool.close();
+  return { done: Promise.resolve(0), stop() {} };
+}
+
+function createPipeline(
+  config: AgentConfig,
+  opened: { source: Source; replay: Replay | null },
+  spool: Spool,
+  uplink: Uplink,
+  logger: Logger,
+): Pipeline {
+  let fullRetries = 0;
+  return new Pipeline({
+    source: opened.source,
+    spool,
+    detector: new LinkLossDetector({ thresholdUs: config.linkLossSeconds * 1e6 }),
+    crcExtra: crcExtraOf,
+    fileTag: opened.replay?.file.fileTag,
+    waitWhenFull: config.source.kind === 'file',
+    onSpoolFull: (error) => {
+      // Without an uplink nothing will ever free room: stop rather than hang.
+      if (uplink.status().state === 'off') return false;
+      // Asked on every retry (5 a second): say it once a minute.
+      if (fullRetries++ % 300 === 0) logger.warn({ error: error.message }, 'spool full: replay paused until the uplink frees room');
+      return true;
+    },
+  });
+}
+
+/**
+ * What the pipeline reports, acted on: link events queued for the uplink (the writes under way are
+ * returned, for the end of the run to wait for), system ids collected for the uplink, frames that
+ * could not be spooled logged.
+ */
+function followPipeline(p: Pipeline, linkEvents: LinkEventQueue, logger: Logger): { eventWrites: ReadonlySet<Promise<unknown>>; systems: SystemIds } {
+  const eventWrites = new Set<Promise<unknown>>();
+  p.on('link', (e) => {
+    const write = linkEvents.push(e).catch((error: unknown) => logger.error({ error: String(error), event: e }, 'could not queue a link event'));
+    eventWrites.add(write);
+    void write.finally(() => eventWrites.delete(write));
+    logLinkEvent(logger, e);
+  });
+  const seen = new Set<number>();
+  p.on('system', (sysid) => {
+    seen.add(sysid);
+    logger.info({ sysid }, 'new system id on the link');
+  });
+  let dropped = 0;
+  p.on('dropped', (error) => {
+    // The first, then one line per thousand: a full spool on a live link drops at the frame rate.
+    if (dropped++ % 1000 === 0) logger.warn({ error: error.message, droppedSoFar: dropped }, 'frame not spooled');
+  });
+  const systems: SystemIds = {
+    list: () => [...seen].sort((a, b) => a - b),
+    onSystem(listener) {
+      p.on('system', listener);
+      return () => p.off('system', listener);
+    },
+  };
+  return { eventWrites, systems };
+}
+
+function logSpoolTrouble(spool: Spool, logger: Logger): void {
+  spool.on('warning', (w) => logger.warn(warningFields(w), 'spool warning'));
+  spool.on('error', (error) => logger.error({ error: error.message }, 'spool failed'));
+}
+
+/** The status line (or JSON status records), handed to io, announced with the start of the run. */
+function startStatus(config: AgentConfig, io: AgentIo, src: Source, p: Pipeline, spool: Spool, uplink: Uplink): StatusReporter {
+  const { logger } = io;
+  const reporter = new StatusReporter({
+    tty: io.tty,
+    logger,
+    jsonIntervalMs: config.statusIntervalSeconds * 1000,
+    snapshot: () => {
+      const progress = src.progress();
+      return {
+        source: { description: src.description, state: src.state() },
+        progress: progress ? { ...progress, etaSeconds: null } : null,
+        stats: p.stats(),
+        uplink: uplink.status(),
+        nowUs: src.now(),
+      };
+    },
+  });
+  io.onReporter?.(reporter);
+
+  logger.info(
+    { source: src.description, sourceState: src.state(), spoolDir: config.spool.dir, nextSeq: String(spool.nextSeq), uplink: uplink.status().state },
+    'agent started',
+  );
+  reporter.start();
+  return reporter;
+}
+
+/**
+ * Runs the pipeline until the source ends, stop() is called or something fails, then shuts down in
+ * order: source, replay checkpoint, queued link events, the drain of a finished replay, uplink,
+ * status, and last the event queue and the spool.
+ */
+function runToTheEnd(run: Running): AgentRun {
+  const { logger, pipeline: p, source: src } = run;
+  const abort = new AbortController();
+  const startedMs = performance.now();
+  const done = (async (): Promise<number> => {
+    let code = 0;
+    try {
+      await p.run();
+    } catch (error) {
+      code = 1;
+      logger.error({ error: (error as Error).message }, fatalHint(error));
+    }
+    await src.close().catch(() => {});
+    const finished = src.ended() && code === 0;
+    if (!(await stopSending(run, finished, abort.signal))) code = 1;
+    run.reporter.stop();
+    logRunSummary(logger, p, startedMs, finished);
+    return (await closeStorage(run.linkEvents, run.spool, logger)) ? code : 1;
+  })();
+
+  let stopping = false;
+  return {
+    done,
+    stop(reason) {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ reason }, 'stopping: closing the source and flushing the spool');
+      abort.abort();
+      void p.stop();
+    },
+  };
+}
+
+/**
+ * The steps between the end of the source and closing the storage: the replay's checkpoint, the
+ * link events still being queued, the drain of a finished replay (until the cloud has acknowledged
+ * everything, or stop() aborts it), and the uplink. false (and logged) when one failed.
+ */
+async function stopSending(run: Running, finished: boolean, signal: AbortSignal): Promise<boolean> {
+  const { logger, spool, linkEvents, replay, uplink } = run;
+  try {
+    await replay?.checkpointer.finish(finished);
+    // Link events are on disk before the drain looks at what is pending.
+    await Promise.allSettled(run.eventWrites);
+    if (finished && replay && uplink.status().state !== 'off') {
+      const lag = spool.stats().pending;
+      if (lag > 0) logger.info({ unacknowledged: lag }, 'replay spooled; waiting for the cloud to acknowledge the rest');
+      await uplink.drain(signal);
+      if (allAcknowledged(spool, linkEvents)) logger.info({ ackedSeq: String(spool.ackedSeq) }, 'the cloud has acknowledged every frame and link event');
+    }
+    await uplink.stop();
+    return true;
+  } catch (error) {
+    logger.error({ error: (error as Error).message }, 'shutdown step failed');
+    return false;
+  }
+}
+
+function logRunSummary(logger: Logger, p: Pipeline, startedMs: number, finished: boolean): void {
+  const s = p.stats();
+  logger.info(
+    {
+      framesIn: s.framesIn,
+      spooled: s.spooled,
+      notSpooled: s.notSpooled,
+      junkBytes: s.junkBytes,
+      unknownIds: s.unknownIds,
+      linkEvents: s.linkEvents,
+      durableSeq: String(s.durableSeq),
+      seconds: Math.round(performance.now() - startedMs) / 1000,
+    },
+    finished ? 'replay finished' : 'stopped',
+  );
 }
 
 async function openSource(
