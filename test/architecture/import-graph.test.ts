@@ -126,7 +126,12 @@ describe.each(PACKAGES.map((pkg) => [pkg.root, pkg] as const))('%s import graph'
   const inside = internalEdges(pkg);
 
   it('has no cycle between files', () => {
-    expect(cycles(inside.map((e) => [e.from, e.to!] as const))).toEqual([]);
+    const found = cycles(inside.map((e) => [e.from, e.to!] as const));
+    const reports = found.map((cycle) => {
+      const members = new Set(cycle);
+      return `files ${cycle.join(' <-> ')}:\n${describeEdges(inside.filter((e) => members.has(e.from) && members.has(e.to!)))}`;
+    });
+    expect(reports.join('\n\n')).toBe('');
   });
 
   it('has no cycle between folders at any depth', () => {
