@@ -23,12 +23,7 @@ export interface AckStoreInit {
 }
 
 export class AckStore {
-  readonly #dir: string;
-  readonly #dirHandle: FileHandle;
-  readonly #writer: SegmentWriter;
-  readonly #intervalMs: number;
-  readonly #onPersisted: () => Promise<unknown>;
-  readonly #warn: (w: SpoolWarning) => void;
+  readonly #o: AckStoreInit;
   #ackedSeq: number;
   #persistedAckedSeq: number;
   #persistedHighWater: number;
@@ -37,12 +32,7 @@ export class AckStore {
   #ackedCount = 0;
 
   constructor(init: AckStoreInit) {
-    this.#dir = init.dir;
-    this.#dirHandle = init.dirHandle;
-    this.#writer = init.writer;
-    this.#intervalMs = init.persistIntervalMs;
-    this.#onPersisted = init.onPersisted;
-    this.#warn = init.warn;
+    this.#o = init;
     this.#ackedSeq = init.ackedSeq;
     this.#persistedAckedSeq = init.ackedSeq;
     this.#persistedHighWater = init.highWaterSeq;
@@ -65,7 +55,7 @@ export class AckStore {
   /** Marks every record with seq ≤ `seq` acknowledged (see Spool.ack) and schedules persisting it. */
   ack(seq: bigint): void {
     if (seq <= BigInt(this.#ackedSeq)) return;
-    const writer = this.#writer;
+    const { writer } = this.#o;
     if (seq > BigInt(writer.durableSeq)) {
       throw new RangeError(`cannot ack seq ${seq}: only seqs up to ${writer.durableSeq} are durable`);
     }
@@ -79,8 +69,8 @@ export class AckStore {
     if (this.#timer === null && !writer.closing) {
       this.#timer = setTimeout(() => {
         this.#timer = null;
-        this.persist().catch((error: unknown) => this.#warn({ kind: 'state-persist-failed', error }));
-      }, this.#intervalMs);
+        this.persist().catch((error: unknown) => this.#o.warn({ kind: 'state-persist-failed', error }));
+      }, this.#o.persistIntervalMs);
     }
   }
 
@@ -107,12 +97,12 @@ export class AckStore {
 
   async #persistOnce(): Promise<void> {
     const ackedSeq = this.#ackedSeq;
-    const highWaterSeq = Math.max(this.#writer.durableSeq, this.#persistedHighWater, ackedSeq);
+    const highWaterSeq = Math.max(this.#o.writer.durableSeq, this.#persistedHighWater, ackedSeq);
     if (ackedSeq !== this.#persistedAckedSeq || highWaterSeq !== this.#persistedHighWater) {
-      await writeSpoolState(this.#dir, this.#dirHandle, { ackedSeq, highWaterSeq });
+      await writeSpoolState(this.#o.dir, this.#o.dirHandle, { ackedSeq, highWaterSeq });
       this.#persistedAckedSeq = ackedSeq;
       this.#persistedHighWater = highWaterSeq;
     }
-    await this.#onPersisted();
+    await this.#o.onPersisted();
   }
 }

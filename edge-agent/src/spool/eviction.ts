@@ -8,7 +8,6 @@ import type { AckStore } from './ack-store.ts';
 import type { SpoolWarning } from './errors.ts';
 import type { ResolvedOptions } from './options.ts';
 import { closeSegmentFile, unackedIn } from './segment.ts';
-import type { Segment } from './segment.ts';
 import type { SegmentWriter } from './writer.ts';
 
 export interface EvictionInit {
@@ -19,20 +18,14 @@ export interface EvictionInit {
 }
 
 export class Eviction {
-  readonly #opts: Pick<ResolvedOptions, 'fullPolicy' | 'maxBytes'>;
-  readonly #writer: SegmentWriter;
-  readonly #acks: AckStore;
-  readonly #warn: (w: SpoolWarning) => void;
+  readonly #o: EvictionInit;
   /** Unlinks under way. */
   readonly #background = new Set<Promise<void>>();
   #overBudgetWarned = false;
   #dropped = 0;
 
   constructor(init: EvictionInit) {
-    this.#opts = init.opts;
-    this.#writer = init.writer;
-    this.#acks = init.acks;
-    this.#warn = init.warn;
+    this.#o = init;
   }
 
   /** Unacknowledged records deleted by the 'drop-oldest' policy since open. */
@@ -46,19 +39,19 @@ export class Eviction {
    * over the bound (with one 'over-budget' warning) when nothing more can be dropped.
    */
   makeRoom(need: number): boolean {
-    const { fullPolicy: policy, maxBytes } = this.#opts;
-    const writer = this.#writer;
+    const { writer, acks, warn } = this.#o;
+    const { fullPolicy: policy, maxBytes } = this.#o.opts;
     while (writer.totalBytes + need > maxBytes) {
       const oldest = writer.segments[0];
       // The segment being written, and segments with bytes still on their way, cannot go.
       if (!oldest || oldest === writer.active || oldest.durableSize !== oldest.size) break;
-      const ackedSeq = this.#acks.ackedSeq;
+      const ackedSeq = acks.ackedSeq;
       const unacked = unackedIn(oldest, ackedSeq);
       if (unacked > 0 && policy === 'reject-new') break;
       void this.#removeOldestSegment();
       if (unacked > 0) {
         this.#dropped += unacked;
-        this.#warn({
+        warn({
           kind: 'dropped-oldest',
           segment: oldest.name,
           records: unacked,
@@ -74,19 +67,19 @@ export class Eviction {
     if (policy === 'reject-new') return false;
     if (!this.#overBudgetWarned) {
       this.#overBudgetWarned = true;
-      this.#warn({ kind: 'over-budget', bytes: writer.totalBytes + need, maxBytes });
+      warn({ kind: 'over-budget', bytes: writer.totalBytes + need, maxBytes });
     }
     return true;
   }
 
   /** Deletes sealed segments the persisted acked seq fully covers; returns the unlink jobs. */
   deleteAckedSegments(): Promise<void>[] {
-    const writer = this.#writer;
+    const { writer, acks } = this.#o;
     const jobs: Promise<void>[] = [];
     for (;;) {
       const oldest = writer.segments[0];
       if (!oldest || oldest === writer.active || oldest.durableSize !== oldest.size) return jobs;
-      if (oldest.lastSeq > this.#acks.persistedAckedSeq) return jobs;
+      if (oldest.lastSeq > acks.persistedAckedSeq) return jobs;
       jobs.push(this.#removeOldestSegment());
     }
   }
@@ -98,13 +91,13 @@ export class Eviction {
 
   /** Forgets the oldest segment now and unlinks its file in the background. */
   #removeOldestSegment(): Promise<void> {
-    const seg = this.#writer.forgetOldestSegment();
+    const seg = this.#o.writer.forgetOldestSegment();
     if (!seg) return Promise.resolve();
     const job = (async () => {
       try {
         await rm(seg.path, { force: true });
       } catch (error) {
-        this.#warn({ kind: 'unlink-failed', segment: seg.name, error });
+        this.#o.warn({ kind: 'unlink-failed', segment: seg.name, error });
       }
       if (seg.busy === 0) await closeSegmentFile(seg);
     })();

@@ -276,18 +276,19 @@ export class Spool extends EventEmitter<SpoolEvents> {
       pending += unackedIn(s, ackedSeq);
       bytesOnDisk += s.durableSize;
     }
+    const counts = writer.counts();
     return {
-      appended: writer.appended,
-      flushed: writer.flushed,
+      appended: counts.appended,
+      flushed: counts.flushed,
       acked: this.#acks.ackedCount,
       pending,
       dropped: this.#eviction.dropped,
-      rejected: writer.rejected,
+      rejected: counts.rejected,
       bytesOnDisk,
-      bufferedBytes: writer.bufferedBytes,
+      bufferedBytes: counts.bufferedBytes,
       segments: writer.segments.filter((s) => s.durableSize > 0).length,
-      batches: writer.batches,
-      fsyncs: writer.fsyncs,
+      batches: counts.batches,
+      fsyncs: counts.fsyncs,
       nextSeq: BigInt(writer.nextSeq),
       durableSeq: BigInt(writer.durableSeq),
       ackedSeq: BigInt(ackedSeq),

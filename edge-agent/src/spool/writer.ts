@@ -61,16 +61,22 @@ export interface SegmentWriterInit {
   readonly onFail: (err: Error) => void;
 }
 
+/** Counted since open (see SpoolStats). */
+export interface WriterCounts {
+  readonly appended: number;
+  readonly flushed: number;
+  readonly rejected: number;
+  readonly bufferedBytes: number;
+  readonly batches: number;
+  readonly fsyncs: number;
+}
+
 export class SegmentWriter {
   /** Oldest first; the last one is `active`. Segments leave only through forgetOldestSegment(). */
   readonly segments: Segment[];
 
-  readonly #dir: string;
+  readonly #init: SegmentWriterInit;
   readonly #opts: ResolvedOptions;
-  readonly #dirHandle: FileHandle;
-  readonly #makeRoom: (need: number) => boolean;
-  readonly #onDurable: () => void;
-  readonly #onFail: (err: Error) => void;
   #active: Segment;
   #totalBytes: number;
   #nextSeq: number;
@@ -97,12 +103,8 @@ export class SegmentWriter {
   #fsyncs = 0;
 
   constructor(init: SegmentWriterInit) {
-    this.#dir = init.dir;
+    this.#init = init;
     this.#opts = init.opts;
-    this.#dirHandle = init.dirHandle;
-    this.#makeRoom = init.makeRoom;
-    this.#onDurable = init.onDurable;
-    this.#onFail = init.onFail;
     this.segments = init.segments;
     this.#totalBytes = init.segments.reduce((n, s) => n + s.size, 0);
     this.#nextSeq = init.nextSeq;
@@ -145,28 +147,16 @@ export class SegmentWriter {
     return this.#closing;
   }
 
-  get bufferedBytes(): number {
-    return this.#fill.used + this.#inFlightBytes;
-  }
-
-  get appended(): number {
-    return this.#appended;
-  }
-
-  get flushed(): number {
-    return this.#flushed;
-  }
-
-  get rejected(): number {
-    return this.#rejected;
-  }
-
-  get batches(): number {
-    return this.#batches;
-  }
-
-  get fsyncs(): number {
-    return this.#fsyncs;
+  /** The writer's part of Spool.stats(). */
+  counts(): WriterCounts {
+    return {
+      appended: this.#appended,
+      flushed: this.#flushed,
+      rejected: this.#rejected,
+      bufferedBytes: this.#fill.used + this.#inFlightBytes,
+      batches: this.#batches,
+      fsyncs: this.#fsyncs,
+    };
   }
 
   /** Buffers one record and returns its seq (see Spool.append). */
@@ -190,9 +180,9 @@ export class SegmentWriter {
       this.#rejected++;
       throw new SpoolFullError('max-pending', `${this.#fill.used + this.#inFlightBytes} bytes not yet on disk`);
     }
-    if (this.#totalBytes + need > this.#opts.maxBytes && !this.#makeRoom(need)) {
+    if (this.#totalBytes + need > this.#opts.maxBytes && !this.#init.makeRoom(need)) {
       this.#rejected++;
-      throw new SpoolFullError('max-bytes', `spool ${this.#dir} is full (${this.#totalBytes} of ${this.#opts.maxBytes} bytes)`);
+      throw new SpoolFullError('max-bytes', `spool ${this.#init.dir} is full (${this.#totalBytes} of ${this.#opts.maxBytes} bytes)`);
     }
     if (roll) seg = this.#startSegment();
 
@@ -344,7 +334,7 @@ export class SegmentWriter {
       seg.durableLastSeq = chunk.lastSeq;
     }
     if (createdFile) {
-      await this.#dirHandle.sync();
+      await this.#init.dirHandle.sync();
       this.#fsyncs++;
     }
     this.#durableSeq = Math.max(this.#durableSeq, batch.lastSeq);
@@ -357,7 +347,7 @@ export class SegmentWriter {
     // Don't keep a buffer that a burst grew far beyond the usual batch.
     if (batch.buf.length <= 4 * this.#opts.flushBytes) this.#spare = batch;
     this.#resolveWaiters();
-    this.#onDurable();
+    this.#init.onDurable();
   }
 
   #resolveWaiters(): void {
@@ -383,14 +373,14 @@ export class SegmentWriter {
     this.#waiters = [];
     this.#waitersHead = 0;
     for (const w of waiters) w.reject(err);
-    this.#onFail(err);
+    this.#init.onFail(err);
   }
 
   // --- segments -----------------------------------------------------------------------------
 
   /** Creates the in-memory segment and queues its header; the file appears with the first flush. */
   #startSegment(): Segment {
-    const seg = newSegment(this.#dir, this.#nextSeq, 0);
+    const seg = newSegment(this.#init.dir, this.#nextSeq, 0);
     const batch = this.#fill;
     ensureRoom(batch, SEGMENT_HEADER_BYTES);
     encodeSegmentHeader(seg.baseSeq).copy(batch.buf, batch.used);
