@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CloudConfig } from '../config.ts';
 import { LINK_EVENTS_FILE, LinkEventQueue, linkEventKey } from '../link/link-event-queue.ts';
 import type { LinkLossEvent, LinkRegainedEvent } from '../link/link-loss-detector.ts';
 import { AGENT_RECORD_MAX_BYTES, encodeAgentRecord } from '../record/agent-record.ts';
@@ -15,6 +14,7 @@ import { DATASETS_FILE } from './dataset-registry.ts';
 import { GrpcUplink } from './grpc-uplink.ts';
 import type { GrpcUplinkOptions } from './grpc-uplink.ts';
 import { isoFromUs, toAnnotation } from './link-event-sender.ts';
+import type { CloudConfig } from './uplink.ts';
 
 const CLOUD: CloudConfig = {
   url: 'http://cloud.test',
