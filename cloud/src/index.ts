@@ -1,7 +1,7 @@
 // The cloud's package entry (`@sortie/cloud`): what tests in test/ and tools outside cloud/ use to run,
 // configure and provision the service. Fixtures that need a throwaway database are `@sortie/cloud/testing`.
-export { SortieService } from './service.ts';
-export type { ServiceOverrides } from './service.ts';
+export { SortieService } from './service/service.ts';
+export type { ServiceOverrides } from './service/service.ts';
 export { EnvSchema, loadConfig } from './platform/config.ts';
 export type { Config } from './platform/config.ts';
 export { createLogger } from './platform/logger.ts';

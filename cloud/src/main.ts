@@ -1,8 +1,8 @@
-import { startupBanner } from './banner.ts';
+import { startupBanner } from './service/banner.ts';
 import { ConfigError, loadConfig } from './platform/config.ts';
 import { DatabaseStartupError } from './db/connect.ts';
-import { SortieService } from './service.ts';
-import { exitOnSignals } from './shutdown.ts';
+import { SortieService } from './service/service.ts';
+import { exitOnSignals } from './service/shutdown.ts';
 import { boundHeapGrowth } from './platform/heap.ts';
 
 boundHeapGrowth();

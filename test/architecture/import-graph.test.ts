@@ -24,9 +24,14 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /**
  * The top-level folders of cloud/src from the bottom up: a folder imports only folders on an earlier
- * line. Folders on one line do not import each other. `.` is the composition root (app.ts, service.ts,
- * main.ts); testing/ is an entry point beside it. admin/ is an entry point below it: a running embedded
- * server runs the admin CLI's commands itself (admin/socket.ts).
+ * line, and folders on one line do not import each other. The rule it serves (docs/CONVENTIONS.md):
+ * each table has one owner folder that writes it (test/architecture/table-writers.test.ts), and a
+ * capability uses another by calling the owner's named functions, which it may do only downwards. An
+ * owner above its caller is reached through a port declared in platform/ and put on the AppContext:
+ * commands and limits enqueue delivery's jobs through `ctx.outbox`, which delivery implements.
+ * service/ is the composition root (app.ts, service.ts, shutdown.ts, banner.ts), the one folder that
+ * knows every capability; testing/ starts it for tests; `.` is the package's entries (main.ts, index.ts).
+ * admin/ sits below service/: a running embedded server runs the admin CLI's commands itself (admin/socket.ts).
  */
 const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['db', 'net', 'crypto'],
@@ -36,13 +41,15 @@ const CLOUD_LAYERS: readonly (readonly string[])[] = [
   ['datasets', 'templates', 'notifications', 'webhooks'],
   ['experiments', 'arming'],
   ['telemetry'],
-  ['channels', 'events', 'limits'],
+  ['channels', 'events'],
+  ['limits'],
   ['commands', 'imports'],
   ['delivery', 'live'],
   ['grpc', 'observability', 'console', 'export'],
   ['api-docs', 'admin'],
-  ['.'],
+  ['service'],
   ['testing'],
+  ['.'],
 ];
 const CLOUD_SRC = 'cloud/src';
 
@@ -272,7 +279,7 @@ describe('the import graph is read from real files', () => {
 
   it('reads static, type-only, re-exporting and dynamic imports, of .ts and .js files', () => {
     const has = (from: string, specifier: string) => edges.some((e) => e.from === from && e.specifier === specifier);
-    expect(edges.some((e) => e.from === 'cloud/src/service.ts' && e.to === 'cloud/src/app.ts')).toBe(true);
+    expect(edges.some((e) => e.from === 'cloud/src/service/service.ts' && e.to === 'cloud/src/service/app.ts')).toBe(true);
     expect(has('contracts/src/index.ts', './http/index.ts'), 'export * from').toBe(true);
     expect(has('client/src/errors.ts', '@sortie/contracts'), 'import type').toBe(true);
     expect(has('cli/bin/sortie.js', '../src/main.ts'), 'import() in the bin').toBe(true);

@@ -2,7 +2,7 @@ import { resolveSchemaRef, sampleFromSchema, SCOPES, type JsonSchema, type OpenA
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
-import { createHttpApp } from '../app.ts';
+import { createHttpApp } from '../service/app.ts';
 
 let t: TestService;
 let org: TestOrg;

@@ -11,7 +11,7 @@ import { issueApiKey } from '../auth/api-keys.ts';
 import { createOrganization } from '../auth/organizations.ts';
 import { wideTableName } from '../datasets/wide-table.ts';
 import { openDatabase } from '../db/connect.ts';
-import { createHttpApp } from '../app.ts';
+import { createHttpApp } from '../service/app.ts';
 import { eventually } from '../testing/delivery-fixture.ts';
 import { startServiceChild, type ServiceChild } from '../testing/service-child.ts';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../platform/logger.ts';
 import { loadConfig } from '../platform/config.ts';
-import { SortieService } from '../service.ts';
+import { SortieService } from '../service/service.ts';
 import { detailFields, expectEnvelope } from '../testing/expect-envelope.ts';
 import { tableResolver } from '../testing/table-resolver.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';

@@ -1,6 +1,6 @@
 import { loadConfig } from '../platform/config.ts';
-import { SortieService } from '../service.ts';
-import { exitOnSignals } from '../shutdown.ts';
+import { SortieService } from '../service/service.ts';
+import { exitOnSignals } from '../service/shutdown.ts';
 import { tableResolver } from './table-resolver.ts';
 
 /**

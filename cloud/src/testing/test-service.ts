@@ -8,7 +8,7 @@ import { createOrganization, createUser } from '../auth/organizations.ts';
 import { ManualClock } from '../platform/clock.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { SortieService, type ServiceOverrides } from '../service.ts';
+import { SortieService, type ServiceOverrides } from '../service/service.ts';
 import type { Resolver } from '../net/url-guard.ts';
 import { dropDeliveryStream } from './nats-server.ts';
 import { tableResolver } from './table-resolver.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from './platform/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 
 /** How soon a repeat of the same signal counts as one delivery (see below). */
 export const SIGNAL_REPEAT_WINDOW_MS = 1000;

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startupBanner } from './banner.ts';
-import { createTestDatabase, type TestDatabase } from './testing/test-database.ts';
+import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 
 /**
  * `npm start` on a terminal prints where things are; piped, it prints JSON log lines only. main.ts is
  * run as a child on the real PostgreSQL, once under a pseudo-terminal (util-linux `script`) and once
  * with stdout piped.
  */
-const MAIN = path.join(import.meta.dirname, 'main.ts');
+const MAIN = path.join(import.meta.dirname, '..', 'main.ts');
 let database: TestDatabase;
 let dataDir: string;
 

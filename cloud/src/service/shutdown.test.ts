@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from './platform/logger.ts';
+import { createLogger } from '../platform/logger.ts';
 import { exitOnSignals } from './shutdown.ts';
 
 const logger = createLogger('silent');
