@@ -1,20 +1,12 @@
-// Every call the console makes to the service, in one module: a thin adapter over @sortie/client, the
-// typed client every other tool uses (inputs checked by the contracts' zod schemas before sending,
-// answers parsed by them, failures as SortieApiError with the envelope's code, fields and request id).
-// The pages never build a URL or a header themselves, so the key has one way out: the x-api-key header.
-import { createSortieClient, SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
-import {
-  API_KEY_HEADER,
-  ConsoleSessionSchema,
-  CreateImportResponseSchema,
-  ErrorEnvelopeSchema,
-  ImportProgressSchema,
-  type ConsoleSession,
-  type CreateImportResponse,
-  type ImportProgress,
-} from '@sortie/contracts';
+// Every call the console makes to the service, in one module, typed as @sortie/client types them (the
+// same inputs and answers, failures as SortieApiError with the envelope's code, fields and request id),
+// over the console's own zod-free transport (service.ts says why). The pages never build a URL or a
+// header themselves, so the key has one way out: the x-api-key header.
+import { SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
+import { API_KEY_HEADER, type ConsoleSession, type CreateImportResponse, type ImportProgress } from '@sortie/contracts';
 import { ndjsonLines } from './import-logic.ts';
 import { answerSeconds } from './live.ts';
+import { apiError, createTelemetry, createTransport } from './service.ts';
 
 export { SortieApiError };
 
@@ -42,12 +34,10 @@ function rfc3339(seconds: number): string {
   return new Date(wholeMs(seconds)).toISOString();
 }
 
-/** A failed answer as the typed client reports one: the error envelope's code, message, fields and request id. */
-function apiError(status: number, body: unknown, requestId: string | undefined): SortieApiError {
-  const envelope = ErrorEnvelopeSchema.safeParse(body);
-  if (!envelope.success) return new SortieApiError({ status, code: 'http_error', message: `the service answered HTTP ${status}`, requestId });
-  const e = envelope.data.error;
-  return new SortieApiError({ status, code: e.code, message: e.message, details: e.details, requestId: e.request_id || requestId });
+/** An ndjson line of an import's answer that tells its progress (the others are the import, or its error). */
+function isProgress(line: unknown): line is ImportProgress {
+  const p = line as Partial<ImportProgress> | null;
+  return typeof p === 'object' && p !== null && (p.phase === 'upload' || p.phase === 'import') && typeof p.bytes === 'number' && typeof p.messages === 'number';
 }
 
 /** An upload under way: its answer, and how to stop it. */
@@ -61,56 +51,61 @@ export type ConsoleApi = ReturnType<typeof createConsoleApi>;
 export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.origin) {
   // Never a cookie or the HTTP cache: the key is the only credential and every answer is live data.
   const fetchLive: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit', cache: 'no-store' });
-  const client = createSortieClient({ baseUrl, apiKey, fetch: fetchLive });
-
+  const http = createTransport(baseUrl, apiKey, fetchLive);
+  const telemetry = createTelemetry(baseUrl, apiKey, fetchLive);
+  const call = async <Op extends Parameters<typeof http.call>[0]>(operationId: Op, input: InputOf<Op>) => (await http.call(operationId, input)).data;
 
   return {
-    /** GET /console/session: the console's own route (not in the API's route table), parsed by its contract schema. */
+    /** GET /console/session: the console's own route (not in the API's route table), typed by its contract. */
     async session(): Promise<ConsoleSession> {
       const response = await fetchLive(`${baseUrl}/console/session`, { headers: { [API_KEY_HEADER]: apiKey, accept: 'application/json' } });
       const body: unknown = await response.json().catch(() => undefined);
       if (!response.ok) throw apiError(response.status, body, response.headers.get('x-request-id') ?? undefined);
-      return ConsoleSessionSchema.parse(body);
+      const session = body as Partial<ConsoleSession> | undefined;
+      if (typeof session?.organization?.id !== 'string' || !Array.isArray(session.scopes)) {
+        throw new SortieApiError({ status: response.status, code: 'bad_response', message: 'the service answered no console session' });
+      }
+      return session as ConsoleSession;
     },
-    experiments: () => client.experiments.list(),
-    createExperiment: (body: InputOf<'createExperiment'>) => client.experiments.create(body),
+    experiments: () => call('listExperiments', undefined),
+    createExperiment: (body: InputOf<'createExperiment'>) => call('createExperiment', body),
     /**
      * The experiments with the service's clock when it answered (its Date header, else ours): a dataset is
      * live by `lastDataAt` on that clock, so a browser whose clock is off still marks the right flights.
      */
     async experimentsAt() {
-      const answer = await client.request('listExperiments', undefined);
+      const answer = await http.call('listExperiments', undefined);
       // The header has whole seconds: its middle is the best guess, and a second or two is no skew worth correcting.
       const skew = Date.parse(answer.headers.get('date') ?? '') + 500 - Date.now();
       return { experiments: answer.data, serverSkewMs: Number.isFinite(skew) && Math.abs(skew) > 2000 ? skew : 0 };
     },
-    channels: (experimentId: string, datasetId: string) => client.channels.list({ experimentId, datasetId }),
-    events: (experimentId: string, datasetId: string) => client.events.list({ experimentId, datasetId }),
+    channels: (experimentId: string, datasetId: string) => call('listChannels', { experimentId, datasetId }),
+    events: (experimentId: string, datasetId: string) => call('listEvents', { experimentId, datasetId }),
     /** The dataset's first and last sample as stored, over all its channels (RFC 3339 with µs; null when it holds none). */
-    span: (experimentId: string, datasetId: string) => client.datasets.span({ experimentId, datasetId }),
-    summary: (experimentId: string, datasetId: string) => client.datasets.summary({ experimentId, datasetId }),
-    commands: (experimentId: string, datasetId: string) => client.commands.list({ experimentId, datasetId }),
-    templates: () => client.templates.list(),
-    createCommand: (body: InputOf<'createCommand'>) => client.commands.create(body),
-    retractCommand: (commandId: string, reason: string) => client.commands.retract({ commandId, reason }),
-    dispatchCommand: (commandId: string, ackTimeoutSeconds: number) => client.commands.dispatch({ commandId, ackTimeoutSeconds }),
-    arming: (experimentId: string, datasetId: string) => client.datasets.arming({ experimentId, datasetId }),
-    arm: (body: InputOf<'armDataset'>) => client.datasets.arm(body),
-    disarm: (experimentId: string, datasetId: string) => client.datasets.disarm({ experimentId, datasetId }),
-    deliveries: (commandId: string) => client.webhooks.deliveries({ commandId }),
-    webhooks: () => client.webhooks.list(),
-    createWebhook: (body: InputOf<'createWebhook'>) => client.webhooks.create(body),
-    rotateWebhook: (body: InputOf<'rotateWebhook'>) => client.webhooks.rotate(body),
-    deleteWebhook: (id: string) => client.webhooks.delete({ id }),
-    testWebhook: (endpointId: string) => client.webhooks.test({ endpointId }),
-    notifications: () => client.notifications.list(),
+    span: (experimentId: string, datasetId: string) => call('getDatasetSpan', { experimentId, datasetId }),
+    summary: (experimentId: string, datasetId: string) => call('getDatasetSummary', { experimentId, datasetId }),
+    commands: (experimentId: string, datasetId: string) => call('listCommands', { experimentId, datasetId }),
+    templates: () => call('listCommandTemplates', undefined),
+    createCommand: (body: InputOf<'createCommand'>) => call('createCommand', body),
+    retractCommand: (commandId: string, reason: string) => call('retractCommand', { commandId, reason }),
+    dispatchCommand: (commandId: string, ackTimeoutSeconds: number) => call('dispatchCommand', { commandId, ackTimeoutSeconds }),
+    arming: (experimentId: string, datasetId: string) => call('getArming', { experimentId, datasetId }),
+    arm: (body: InputOf<'armDataset'>) => call('armDataset', body),
+    disarm: (experimentId: string, datasetId: string) => call('disarmDataset', { experimentId, datasetId }),
+    deliveries: (commandId: string) => call('listDeliveries', { commandId }),
+    webhooks: () => call('listWebhooks', undefined),
+    createWebhook: (body: InputOf<'createWebhook'>) => call('createWebhook', body),
+    rotateWebhook: (body: InputOf<'rotateWebhook'>) => call('rotateWebhook', body),
+    deleteWebhook: (id: string) => call('deleteWebhook', { id }),
+    testWebhook: (endpointId: string) => call('testWebhook', { endpointId }),
+    notifications: () => call('listNotifications', undefined),
 
     /** The log imports of an experiment or of one dataset, with the log's metadata and the import's report. */
-    imports: (query: { experimentId?: string; datasetId?: string }) => client.imports.list(query),
+    imports: (query: { experimentId?: string; datasetId?: string }) => call('listImports', query),
     /** A flight's parameters: initial and final values and every change. */
-    parameters: (experimentId: string, datasetId: string) => client.datasets.parameters({ experimentId, datasetId }),
+    parameters: (experimentId: string, datasetId: string) => call('getFlightParameters', { experimentId, datasetId }),
     /** Flight b's parameters against flight a's, as each started or ended. */
-    parameterDiff: (a: string, b: string, at: 'initial' | 'final') => client.datasets.parameterDiff({ a, b, at }),
+    parameterDiff: (a: string, b: string, at: 'initial' | 'final') => call('diffFlightParameters', { a, b, at }),
 
     /**
      * POST /api/imports/create with the file as the body, by XMLHttpRequest: a browser's fetch cannot
@@ -137,8 +132,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
           read = text.length;
           rest = partial;
           for (const line of lines) {
-            const progress = ImportProgressSchema.safeParse(line);
-            if (progress.success) onProgress(progress.data);
+            if (isProgress(line)) onProgress(line);
             else answer = line;
           }
         };
@@ -159,7 +153,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
             if (rest.trim()) answer = JSON.parse(rest);
             const last = answer as { import?: unknown; error?: unknown } | undefined;
             // The last line is the import, or the error envelope's member when reading the log failed.
-            if (last?.import) resolve(CreateImportResponseSchema.parse(last.import));
+            if (last?.import) resolve(last.import as CreateImportResponse);
             else reject(apiError(xhr.status, last, xhr.getResponseHeader('x-request-id') ?? undefined));
           } catch (e) {
             reject(e instanceof Error ? e : new Error(String(e)));
@@ -177,7 +171,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
      * at most `maxPointsPerChannel` points per channel, times as Unix seconds in float64 arrays for uPlot.
      */
     async query(input: { experimentId: string; datasetId: string; channelIds: string[]; window?: QueryWindow; maxPointsPerChannel: number }) {
-      const answer = await client.telemetry.query({
+      const answer = await telemetry.query({
         experimentId: input.experimentId,
         datasetId: input.datasetId,
         channelIds: input.channelIds,
@@ -199,11 +193,11 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
     },
 
     /** TelemetryService.Follow: the dataset's window, then what each commit adds, its events and command changes, until `signal` aborts. */
-    follow: (request: FollowRequestInit, signal: AbortSignal) => client.telemetry.follow(request, { signal }),
+    follow: (request: FollowRequestInit, signal: AbortSignal) => telemetry.follow(request, signal),
 
     /** The export route's CSV of `channels` over the window, raw rows; fetched (the key travels in a header, never a URL). */
     async exportCsv(input: { experimentId: string; datasetId: string; channels: string[]; window?: QueryWindow }): Promise<Blob> {
-      const response = await client.exportDataset({
+      const response = await http.stream('exportDataset', {
         datasetId: input.datasetId,
         experimentId: input.experimentId,
         format: 'csv',

@@ -1,8 +1,8 @@
 import type { ArmingRecord, CommandRecord, CommandTemplate, ConsoleSession, DeliveryAttempt } from '@sortie/contracts';
-import { ARMING_TTL_SECONDS, ACK_TIMEOUT_SECONDS } from '@sortie/contracts';
 import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
+import { ACK_TIMEOUT_SECONDS, ARMING_TTL_SECONDS } from './service.ts';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatIso, formatUtc } from './format.ts';
 import { relTimeText } from './marks.ts';

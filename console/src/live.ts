@@ -4,7 +4,7 @@
 // dataset counts as live. The stream loop and the drawing live in follow.ts and the views; this module is
 // what the unit tests pin down.
 import type { FollowAnswer, FollowEventAnswer } from '@sortie/client';
-import { CommandRecordSchema, type CommandRecord, type TimelineEvent } from '@sortie/contracts';
+import type { CommandRecord, TimelineEvent } from '@sortie/contracts';
 import { timestampSeconds } from './format.ts';
 import { indexAtOrBefore } from './geo.ts';
 
@@ -109,10 +109,9 @@ export class LiveStore {
     }
     if (update.commands.length > 0) {
       for (const c of update.commands) {
-        const parsed = CommandRecordSchema.safeParse(c);
-        if (!parsed.success) continue;
-        const held = this.commands.get(parsed.data.id);
-        this.commands.set(parsed.data.id, held ? laterRecord(held, parsed.data) : parsed.data);
+        if (!isCommandRecord(c)) continue;
+        const held = this.commands.get(c.id);
+        this.commands.set(c.id, held ? laterRecord(held, c) : c);
       }
       this.commandsSeen++;
     }
@@ -156,6 +155,15 @@ export function mergeEvents(held: readonly TimelineEvent[], incoming: Iterable<T
 }
 
 const STATUS_RANK: Record<CommandRecord['status'], number> = { logged: 0, queued: 1, acked: 2, nacked: 2, timed_out: 2 };
+
+/**
+ * A followed command change that is a command record: the service writes them as `commands.get` answers
+ * them, so this only keeps out what is not one at all (the console parses no answer with zod: service.ts).
+ */
+function isCommandRecord(c: object): c is CommandRecord {
+  const r = c as Partial<CommandRecord>;
+  return typeof r.id === 'string' && typeof r.status === 'string' && Object.hasOwn(STATUS_RANK, r.status) && typeof r.deliveryAttempts === 'number';
+}
 
 function progress(c: CommandRecord): number[] {
   return [STATUS_RANK[c.status], c.retractedAt ? 1 : 0, c.deliveryAttempts, c.deliveredAt ? 1 : 0];

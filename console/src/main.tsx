@@ -1,5 +1,3 @@
-// First: zod's configuration, before any schema is built or parsed (zod-jitless.ts says why).
-import './zod-jitless.ts';
 import './styles.css';
 import 'uplot/dist/uPlot.min.css';
 import type { ConsoleSession } from '@sortie/contracts';

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
 
@@ -26,77 +25,28 @@ export interface ConsoleBundle {
 const ENTRY = fileURLToPath(import.meta.resolve('@sortie/console/main'));
 
 /**
- * zod re-exports every locale as a namespace (`z.locales`), which a bundler cannot shake: about 40 % of
- * the console's script would be error messages in fifty languages nobody reads here. Its locale index
- * becomes English alone (the one zod configures by default).
+ * The workspace packages the console takes types and a few values from, `@sortie/contracts` and
+ * `@sortie/client`, as modules without side effects (which they are: declarations, schemas, functions),
+ * so esbuild leaves out every module of theirs the console does not use. Their barrels re-export
+ * everything: without this, importing the protobuf service or `SortieApiError` by name would pull in each
+ * module the barrel names, zod and every schema among them (decision 0008: the script's weight).
  */
-const englishOnlyZod: Plugin = {
-  name: 'english-only-zod',
+const WORKSPACE_SOURCES = /[\\/](contracts|client)[\\/]src[\\/]/;
+
+const sideEffectFreeWorkspaces: Plugin = {
+  name: 'side-effect-free-workspaces',
   setup(build) {
-    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]/.test(args.importer) ? { path: fileURLToPath(new URL('../locales/en.js', `file://${args.importer}`)), namespace: 'zod-locales' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
-      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
-      resolveDir: args.path.slice(0, args.path.lastIndexOf('/')),
-      loader: 'js',
-    }));
-  },
-};
-
-/**
- * zod modules the console never runs, each standing in for a stub with the same exports: `z.compile`
- * (its parsers are built with `new Function`, which the page's CSP refuses: zod runs jitless there) and
- * `z.fromJSONSchema`. zod lists the first as having side effects and re-exports both from `z`, so esbuild
- * keeps them whole: about 12 KB of the gzipped script, room the budget needs.
- */
-const UNUSED_ZOD: Record<string, { from: RegExp; contents: string }> = {
-  './compile.js': {
-    from: /[\\/]zod[\\/]v4[\\/]core[\\/]/,
-    contents: `const no = () => { throw new Error('z.compile is not in the console'); };
-export const INVALID = Symbol.for('zod.compile.invalid');
-export const toZod = no, compile = no, withParser = no;
-export class ZodCompileAsyncError extends Error {}
-export class ZodCompileUnsupportedError extends Error {}`,
-  },
-  './from-json-schema.js': {
-    from: /[\\/]zod[\\/]v4[\\/]classic[\\/]/,
-    contents: `export const fromJSONSchema = () => { throw new Error('z.fromJSONSchema is not in the console'); };`,
-  },
-};
-
-const unusedZod: Plugin = {
-  name: 'unused-zod',
-  setup(build) {
-    build.onResolve({ filter: /^\.\/(compile|from-json-schema)\.js$/ }, (args) =>
-      UNUSED_ZOD[args.path]?.from.test(args.importer) ? { path: args.path, namespace: 'zod-unused' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'zod-unused' }, (args) => ({ contents: UNUSED_ZOD[args.path]!.contents, loader: 'js' }));
-  },
-};
-
-/**
- * zod's JSON Schema generation (`z.toJSONSchema`, a schema's `toJSONSchema()`, its introspection getters
- * such as `minLength`): every schema class refers to it, so esbuild keeps it whole, about 6 KB of the
- * gzipped script, yet the console never generates a JSON Schema (the service documents its API itself).
- * Each of its modules becomes one with the same export names, each a function that throws when called (a
- * use added later fails loudly, never silently wrong). The names are read from the real module, so a newer
- * zod that exports more still builds.
- */
-const JSON_SCHEMA_MODULES = /[\\/]zod[\\/]v4[\\/]core[\\/](json-schema-processors|to-json-schema|json-schema-generator)\.js$/;
-
-const zodWithoutJsonSchema: Plugin = {
-  name: 'zod-without-json-schema',
-  setup(build) {
-    build.onLoad({ filter: JSON_SCHEMA_MODULES }, async (args) => {
-      const source = await readFile(args.path, 'utf8');
-      const names = new Set<string>();
-      for (const m of source.matchAll(/^export (?:const|function|class|let) (\w+)/gm)) names.add(m[1]!);
-      for (const m of source.matchAll(/^export \{([^}]*)\}/gm)) for (const part of m[1]!.split(',')) names.add(part.trim().split(/\s+as\s+/).pop()!);
-      names.delete('');
-      // The `create…Method` factories run when a schema's `~standard` is read: they hand back the thrower.
-      const stub = [...names].map((name) => `export const ${name} = ${/^create\w*Method$/.test(name) ? '() => no' : 'no'};`);
-      return { contents: `const no = () => { throw new Error('zod JSON Schema is not in the console'); };\n${stub.join('\n')}`, loader: 'js' };
+    build.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData === 'side-effect-free-workspaces') return undefined;
+      if (!args.path.startsWith('@sortie/') && !WORKSPACE_SOURCES.test(args.importer)) return undefined;
+      const resolved = await build.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: 'side-effect-free-workspaces',
+      });
+      if (resolved.errors.length > 0 || !WORKSPACE_SOURCES.test(resolved.path)) return undefined;
+      return { path: resolved.path, sideEffects: false };
     });
   },
 };
@@ -107,7 +57,7 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * Bundle the console's TypeScript (Preact, uPlot, the contracts' schemas) with esbuild into memory.
+ * Bundle the console's TypeScript and TSX (Preact, uPlot, the Connect client) with esbuild into memory.
  * Done at start-up rather than at install so a clone runs with `npm start` alone and a source edit
  * shows on the next start; nothing is written to disk (decision 0008). esbuild is imported lazily: a
  * process that never serves the console never spawns its binary.
@@ -132,8 +82,16 @@ export async function buildConsole(): Promise<ConsoleBundle> {
     // The views are TSX on Preact's automatic runtime (the root tsconfig says the same to the type-checker).
     jsx: 'automatic',
     jsxImportSource: 'preact',
-    plugins: [englishOnlyZod, unusedZod, zodWithoutJsonSchema],
+    plugins: [sideEffectFreeWorkspaces],
+    metafile: true,
   });
+  // zod stays out of the page (decision 0008): ~35 KB of the gzipped script, and its first parse probes
+  // `new Function`, which the CSP refuses. A module that parses with a contract's schema fails here, by name.
+  const withZod = Object.values(result.metafile.outputs)
+    .flatMap((o) => Object.entries(o.inputs))
+    .filter(([input, { bytesInOutput }]) => bytesInOutput > 0 && /(^|[\\/])node_modules[\\/]zod[\\/]/.test(input))
+    .map(([input]) => input);
+  if (withZod.length > 0) throw new Error(`the console bundle would carry zod (${withZod[0]}, …): the console parses no schema in the browser (decision 0008)`);
   const assets = new Map<string, ConsoleAsset>();
   let script = '';
   let stylesheet = '';
