@@ -16,6 +16,9 @@ import { CHROMIUM, launchChromium } from '../../test/console/browser.ts';
 import { api, createOrgAndKey, percentile, registerWideDataset, startServerProcess } from './bench-env.ts';
 import { loadWideFlight, ROW_COUNT as ROWS, SAMPLE_US, START_US } from './wide-flight.ts';
 
+/** How recently a flight's data was committed for the console to open it live (LIVE_RECENT_MS of the console's live.ts). */
+const LIVE_RECENT_MS = 10_000;
+
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 // The channel as the console names it (its ch_N column) and as Query addresses it (N).
 const CHANNEL = 'ch_0';
@@ -23,7 +26,7 @@ const QUERY_CHANNEL = '0';
 // The issue's targets.
 const TARGET_SELECT_MS = 1000;
 const TARGET_ZOOM_P50_MS = 150;
-const TARGET_GZIP_BYTES = 150 * 1024;
+const TARGET_GZIP_BYTES = 100 * 1024;
 
 const stats = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -40,8 +43,12 @@ try {
   const datasetId = await registerWideDataset(server.httpUrl, apiKey, experiment.id, 'one channel, 1.25 M rows', 1);
   const loadStarted = performance.now();
   await loadWideFlight(server.grpcPort, apiKey, experiment.id, datasetId, 1);
+  const loaded = performance.now() - loadStarted;
+  // A flight committed in the last ten seconds opens live (Follow, a one-minute window): this bench times
+  // the recorded flight's Query path, so the page opens once the flight is no longer live.
+  await new Promise((resolve) => setTimeout(resolve, LIVE_RECENT_MS + 1000));
   console.log(
-    `bench:console — 1 channel × ${ROWS.toLocaleString('en-US')} raw rows (20 kHz, 62.5 s) loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s; ` +
+    `bench:console — 1 channel × ${ROWS.toLocaleString('en-US')} raw rows (20 kHz, 62.5 s) loaded in ${(loaded / 1000).toFixed(1)} s; ` +
       `${os.cpus().length} CPUs; ${browser.version()} at ${CHROMIUM}; ${RUNS} runs`,
   );
 
@@ -173,7 +180,7 @@ try {
   console.log(`console JavaScript                  : ${js.length.toLocaleString('en-US')} bytes, ${gzipped.toLocaleString('en-US')} gzipped (${(gzipped / 1024).toFixed(1)} KB) in ${scripts.size} file(s)`);
   console.log(`target select → drawn ≤ ${TARGET_SELECT_MS} ms (cold)   : ${verdict(cold.ms <= TARGET_SELECT_MS)}`);
   console.log(`target zoom → redrawn p50 ≤ ${TARGET_ZOOM_P50_MS} ms    : ${verdict(z.p50 <= TARGET_ZOOM_P50_MS)}`);
-  console.log(`target JavaScript ≤ 150 KB gzipped  : ${verdict(gzipped <= TARGET_GZIP_BYTES)}`);
+  console.log(`target JavaScript ≤ 100 KB gzipped  : ${verdict(gzipped <= TARGET_GZIP_BYTES)}`);
   if (problems.length > 0) throw new Error(`page errors: ${problems.join('; ')}`);
 } finally {
   await browser.close();
