@@ -3,8 +3,10 @@ import type { ApiRoute } from '@sortie/contracts';
 import type { z } from 'zod';
 import { SortieApiError } from './errors.ts';
 import type { InputOf, OperationId, OutputOf } from './routes.ts';
+import { newRequestId, queryString, REQUEST_ID_HEADER } from './wire.ts';
 
-export const REQUEST_ID_HEADER = 'x-request-id';
+export { newRequestId, queryString, REQUEST_ID_HEADER } from './wire.ts';
+
 
 /** What every call may add. */
 export interface CallOptions {
@@ -44,25 +46,6 @@ export function routeOf(operationId: string): ApiRoute {
   const route = ROUTES_BY_ID.get(operationId);
   if (!route) throw new Error(`no route ${operationId} in the contracts' route table`);
   return route;
-}
-
-/** A fresh request id in the service's own form, so logs on both sides read alike. */
-export function newRequestId(): string {
-  return `req_${crypto.randomUUID().replaceAll('-', '')}`;
-}
-
-/**
- * A query object as URL parameters: arrays repeat their key (`channel=a&channel=b`), undefined is left
- * out, everything else is its string form.
- */
-export function queryString(input: Record<string, unknown>): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(input)) {
-    if (value === undefined || value === null) continue;
-    for (const item of Array.isArray(value) ? value : [value]) params.append(key, item instanceof Date ? item.toISOString() : String(item));
-  }
-  const text = params.toString();
-  return text ? `?${text}` : '';
 }
 
 /** An input the route's schema refuses, as the service would answer it (same code, same field paths). */

@@ -19,12 +19,12 @@ import { createTelemetryClient, type TelemetryClient } from './telemetry.ts';
 export { SortieApiError } from './errors.ts';
 export type { ClientErrorCode } from './errors.ts';
 export type { CallOptions, CallResult, ResponseInfo } from './http.ts';
-export { newRequestId, queryString } from './http.ts';
+export { newRequestId, queryString, REQUEST_ID_HEADER } from './wire.ts';
 export { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
 export type { InputOf, OperationId, OutputOf } from './routes.ts';
 export { authInterceptor, createTelemetryClient, rpcError } from './telemetry.ts';
 export type { ImportFileOptions, ImportProgress, ImportSource } from './imports.ts';
-export { timestampOf, timestampText } from './answers.ts';
+export { followAnswer, queryAnswer, timestampOf, timestampText } from './answers.ts';
 export type { FollowAnswer, FollowEventAnswer, PointAnswer, QueryAnswer, SeriesAnswer, StreamSubmitAnswer, SubmitAnswer, TimeInput } from './answers.ts';
 export type { FollowRequestInit, QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
 

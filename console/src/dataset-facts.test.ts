@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { factsOf, formatDuration, formatStart } from './dataset-facts.tsx';
+import { factsOf, formatStart } from './dataset-facts.tsx';
+import { formatDuration } from './format.ts';
 
 describe("a flight's facts in the list", () => {
   it('says a length as a test conductor does', () => {

@@ -5,6 +5,7 @@ import type { DatasetSummary, Experiment } from '@sortie/contracts';
 import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
+import { formatDuration } from './format.ts';
 
 /** Summaries read at once: a list of many flights does not open a request per flight in one go. */
 const PARALLEL = 4;
@@ -18,15 +19,6 @@ const LIVE_REREAD_MS = 30_000;
 /** `2018-08-08 14:05 UTC`: the day and minute a flight began. */
 export function formatStart(iso: string): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
-}
-
-/** A flight's length as a test conductor says it: `9.98 s`, `3 min 27 s`, `1 h 02 min`. */
-export function formatDuration(seconds: number): string {
-  if (!Number.isFinite(seconds) || seconds < 0) return '—';
-  if (seconds < 60) return `${Number(seconds.toPrecision(3))} s`;
-  const whole = Math.round(seconds);
-  if (whole < 3600) return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, '0')} s`;
-  return `${Math.floor(whole / 3600)} h ${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 /** `23,894 frames`, `1 frame`, `27 samples`, `14,604 messages`. */

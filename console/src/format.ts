@@ -59,3 +59,12 @@ export function formatValue(v: number, decimals?: number): string {
   const abs = Math.abs(v);
   return abs !== 0 && (abs >= 1e12 || abs < 1e-6) ? v.toExponential(3) : String(Number(v.toPrecision(6)));
 }
+
+/** A flight's length as a test conductor says it: `9.98 s`, `3 min 27 s`, `1 h 02 min`. */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) return '—';
+  if (seconds < 60) return `${Number(seconds.toPrecision(3))} s`;
+  const whole = Math.round(seconds);
+  if (whole < 3600) return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, '0')} s`;
+  return `${Math.floor(whole / 3600)} h ${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')} min`;
+}

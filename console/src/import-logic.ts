@@ -1,7 +1,7 @@
 // What a log import's row says while it runs and when it ends, without a browser: the service's ndjson
 // answer split into lines, the progress bar's value in each phase, and the outcome in words.
 import type { CreateImportResponse, ImportProgress } from '@sortie/contracts';
-import { formatDuration } from './dataset-facts.tsx';
+import { formatDuration } from './format.ts';
 
 /**
  * The complete lines of an ndjson answer that arrives in pieces: `partial` is what the last piece left

@@ -3,15 +3,21 @@
 // about 35 KB of the gzipped script whatever few schemas it parses, and the typed client's HTTP transport
 // loads the contracts' whole route table with every schema (decision 0008: the script's weight). The
 // service validates every input, and the page comes from the same process as the API it calls, so the
-// schemas would check the service against itself. What is copied here of the contracts (paths, statuses,
-// bounds) is typed as the contracts' own literal types: a change there fails the type-check here.
+// schemas would check the service against itself. The request ids, query strings, RPC errors and answers
+// are the client's own (its zod-free modules); the route paths copied here are typed as the route table's
+// literal types, so a change there fails the type-check here.
 import type { Interceptor } from '@connectrpc/connect';
-import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-web';
 import {
+  followAnswer,
+  newRequestId,
+  queryAnswer,
+  queryString,
+  REQUEST_ID_HEADER,
+  rpcError,
   SortieApiError,
   timestampOf,
-  timestampText,
   type FollowAnswer,
   type FollowRequestInit,
   type InputOf,
@@ -19,39 +25,11 @@ import {
   type OutputOf,
   type QueryAnswer,
   type QueryRequestInit,
-  type SeriesAnswer,
 } from '@sortie/client';
 import { API_KEY_HEADER, TelemetryService } from '@sortie/contracts';
-import type {
-  ACK_TIMEOUT_SECONDS as AckTimeoutSeconds,
-  ApiRouteTable,
-  ARMING_TTL_SECONDS as ArmingTtlSeconds,
-  ERROR_STATUS as ErrorStatus,
-  ErrorCode,
-  ErrorDetail,
-  FollowUpdate,
-  Series,
-} from '@sortie/contracts';
+import type { ApiRouteTable, ErrorCode, ErrorDetail } from '@sortie/contracts';
 
-/** The contracts' bounds of an arming's TTL and a dispatch's ack timeout (their literal types check the copy). */
-export const ARMING_TTL_SECONDS: typeof ArmingTtlSeconds = { min: 10, max: 43_200, default: 900 };
-export const ACK_TIMEOUT_SECONDS: typeof AckTimeoutSeconds = { min: 1, max: 3600, default: 60 };
-
-/** The HTTP status each of the service's error codes travels with (the contracts' table, checked by its type). */
-const ERROR_STATUS: typeof ErrorStatus = {
-  invalid_request: 400,
-  unauthorized: 401,
-  insufficient_scope: 403,
-  forbidden: 403,
-  not_found: 404,
-  request_timeout: 408,
-  conflict: 409,
-  payload_too_large: 413,
-  headers_too_large: 431,
-  rate_limited: 429,
-  internal_error: 500,
-  unavailable: 503,
-};
+export { ACK_TIMEOUT_SECONDS, ARMING_TTL_SECONDS } from '@sortie/contracts';
 
 type RouteOf<Op extends OperationId> = Extract<ApiRouteTable[number], { operationId: Op }>;
 type Used =
@@ -109,24 +87,6 @@ const ROUTES: { [Op in Used]: { method: RouteOf<Op>['method']; path: RouteOf<Op>
   diffFlightParameters: { method: 'get', path: '/api/datasets/parameters/diff' },
   exportDataset: { method: 'get', path: '/api/datasets/export' },
 };
-
-export const REQUEST_ID_HEADER = 'x-request-id';
-
-/** A fresh request id in the service's own form, so logs on both sides read alike. */
-export function newRequestId(): string {
-  return `req_${crypto.randomUUID().replaceAll('-', '')}`;
-}
-
-/** A query object as URL parameters, as the typed client writes them: arrays repeat their key, undefined is left out. */
-export function queryString(input: Record<string, unknown>): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(input)) {
-    if (value === undefined || value === null) continue;
-    for (const item of Array.isArray(value) ? value : [value]) params.append(key, item instanceof Date ? item.toISOString() : String(item));
-  }
-  const text = params.toString();
-  return text ? `?${text}` : '';
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -208,63 +168,6 @@ export function createTransport(baseUrl: string, apiKey: string, doFetch: typeof
 
 // --- Telemetry over Connect --------------------------------------------------------------------------
 
-/** The trailer (or header) in which the service sends its error code beside the gRPC status. */
-const ERROR_CODE_TRAILER = 'x-sortie-error-code';
-
-/** The spec's code for a gRPC status when the service sent none (a proxy, or the network), as the client maps it. */
-const CODE_OF_STATUS: Partial<Record<Code, ErrorCode>> = {
-  [Code.InvalidArgument]: 'invalid_request',
-  [Code.OutOfRange]: 'invalid_request',
-  [Code.Unauthenticated]: 'unauthorized',
-  [Code.PermissionDenied]: 'insufficient_scope',
-  [Code.NotFound]: 'not_found',
-  [Code.FailedPrecondition]: 'conflict',
-  [Code.AlreadyExists]: 'conflict',
-  [Code.ResourceExhausted]: 'rate_limited',
-  [Code.DeadlineExceeded]: 'request_timeout',
-};
-
-function isErrorCode(value: string | null): value is ErrorCode {
-  return value !== null && Object.hasOwn(ERROR_STATUS, value);
-}
-
-/** A failed RPC as the typed client reports it: the service's code from its trailer, with the status that code travels with over HTTP. */
-export function rpcError(error: unknown, requestId: string): unknown {
-  if (!(error instanceof ConnectError)) return error;
-  const sent = error.metadata.get(ERROR_CODE_TRAILER);
-  if (!isErrorCode(sent) && error.code === Code.Unavailable) return error;
-  const code: ErrorCode | 'http_error' = isErrorCode(sent)
-    ? sent
-    : (CODE_OF_STATUS[error.code] ?? (error.code === Code.Internal ? 'internal_error' : 'http_error'));
-  return new SortieApiError({
-    status: code === 'http_error' ? 502 : ERROR_STATUS[code],
-    code,
-    message: error.rawMessage,
-    requestId: error.metadata.get(REQUEST_ID_HEADER) ?? requestId,
-    cause: error,
-  });
-}
-
-function seriesAnswer(s: Series): SeriesAnswer {
-  const points = new Array<SeriesAnswer['points'][number]>(s.points.length);
-  for (let i = 0; i < s.points.length; i++) {
-    const p = s.points[i]!;
-    points[i] = { timestamp: p.timestamp ? timestampText(p.timestamp) : '', value: p.value };
-  }
-  return { channelId: s.channelId, points, rawPoints: Number(s.rawPoints) };
-}
-
-function followAnswer(u: FollowUpdate): FollowAnswer {
-  return {
-    reset: u.reset,
-    series: u.series.map(seriesAnswer),
-    head: u.head ? timestampText(u.head) : null,
-    events: u.events.map((e) => ({ id: e.id, time: e.time ? timestampText(e.time) : '', kind: e.kind, message: e.message, data: e.data ?? {} })),
-    commands: u.commands,
-    dropped: Number(u.dropped),
-  };
-}
-
 /** TelemetryService.Query and Follow over Connect (binary protobuf) at `<baseUrl>/api/rpc`, answers as the typed client gives them. */
 export function createTelemetry(baseUrl: string, apiKey: string, doFetch: typeof fetch) {
   const auth: Interceptor = (next) => async (request) => {
@@ -289,7 +192,7 @@ export function createTelemetry(baseUrl: string, apiKey: string, doFetch: typeof
       };
       try {
         const r = await client.query(init, { headers: new Headers({ [REQUEST_ID_HEADER]: requestId }) });
-        return { series: r.series.map(seriesAnswer), totalRawPoints: Number(r.totalRawPoints) };
+        return queryAnswer(r);
       } catch (error) {
         throw rpcError(error, requestId);
       }

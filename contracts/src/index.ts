@@ -1,3 +1,4 @@
+export * from './core/error-codes.ts';
 export * from './core/errors.ts';
 export * from './core/scopes.ts';
 export * from './http/index.ts';

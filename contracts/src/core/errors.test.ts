@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ERROR_STATUS, ErrorEnvelopeSchema, formatIssuePath, zodIssuesToDetails } from './errors.ts';
+import { ERROR_STATUS } from './error-codes.ts';
+import { ErrorEnvelopeSchema, formatIssuePath, zodIssuesToDetails } from './errors.ts';
 
 describe('error envelope', () => {
   it('renders paths with zero-based indexes', () => {

@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import { TimestampOut, Uuid, text } from './common.ts';
-
-/** Bounds of an arming's lifetime: ten seconds to twelve hours, fifteen minutes when unsaid. */
-export const ARMING_TTL_SECONDS = { min: 10, max: 43_200, default: 900 } as const;
+import { ARMING_TTL_SECONDS } from './bounds.ts';
 
 export const ArmRequestSchema = z.object({
   datasetId: Uuid,

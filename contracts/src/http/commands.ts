@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { Timestamp, TimestampOut, Uuid, text, jsonObject } from './common.ts';
+import { ACK_TIMEOUT_SECONDS } from './bounds.ts';
 
 export const COMMAND_STATUSES = ['logged', 'queued', 'acked', 'nacked', 'timed_out'] as const;
 export const CommandStatus = z.enum(COMMAND_STATUSES);
-
-/** Bounds of `ackTimeoutSeconds` on dispatch: one second to one hour. */
-export const ACK_TIMEOUT_SECONDS = { min: 1, max: 3600, default: 60 } as const;
 
 const RELTIME_DESCRIPTION = "Seconds after the dataset's first sample as stored (negative: before it): where the command stands on the flight's time axis, whatever wall-clock time it is logged or sent at.";
 

@@ -6,6 +6,7 @@ export * from './dataset-summary.ts';
 export * from './experiments.ts';
 export * from './telemetry.ts';
 export * from './events.ts';
+export * from './bounds.ts';
 export * from './commands.ts';
 export * from './arming.ts';
 export * from './webhooks.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ERROR_STATUS, type ErrorCode } from '../core/errors.ts';
+import { ERROR_STATUS, type ErrorCode } from '../core/error-codes.ts';
 import { API_KEY_HEADER } from '../tokens/api-key.ts';
 import { API_ROUTES, REQUEST_SCHEMAS, RESPONSE_SCHEMAS, type ApiRoute } from './routes.ts';
 

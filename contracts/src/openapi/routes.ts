@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ErrorDetailSchema, ErrorEnvelopeSchema, type ErrorCode } from '../core/errors.ts';
+import type { ErrorCode } from '../core/error-codes.ts';
+import { ErrorDetailSchema, ErrorEnvelopeSchema } from '../core/errors.ts';
 import { ArmingQuerySchema, ArmingRecordSchema, ArmRequestSchema, DisarmRequestSchema } from '../http/arming.ts';
 import {
   ChannelDeclarationSchema,
