@@ -9,6 +9,7 @@ import { relTimeText } from './marks.ts';
 import { mergeCommands } from './live.ts';
 import { need } from './scopes.tsx';
 import { actRunner, errorText, onValue, valueOf } from './actions.ts';
+import { ErrorAlert } from './error-alert.tsx';
 
 // Without a Follow stream (a key without telemetry:read, or while it reconnects), a queued command is
 // re-read at this period, so its status still shows within a second of changing.
@@ -90,11 +91,7 @@ export function CommandsPanel(props: Props): VNode<any> {
     <section class="commands" aria-label="Commands">
       <h3>Commands</h3>
       {read.note}
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorAlert error={error} />
       <ArmControls api={api} experimentId={experimentId} datasetId={datasetId} armed={armed} expiresIn={expiresIn} write={write} act={act} />
       <CreateCommand api={api} experimentId={experimentId} datasetId={datasetId} write={write} act={act} templates={templates ?? []} />
       {commands === undefined && !read.disabled ? <p class="muted">Loading the command log…</p> : null}

@@ -19,6 +19,7 @@ import { need, type Need } from './scopes.tsx';
 import { fieldOf, groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
 import type { ConsoleLocation } from './url-state.ts';
 import { checkedOf, onValue } from './actions.ts';
+import { ErrorAlert } from './error-alert.tsx';
 
 // The list is read again at this period while shown, so a flight that starts or stops streaming is
 // marked (or no longer marked) live within seconds.
@@ -130,11 +131,7 @@ export function DataView(props: Props): VNode<any> {
           session={session}
           onCreated={(created) => setExperiments((held) => [created, ...(held ?? []).filter((e) => e.id !== created.id)])}
         />
-        {error ? (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <ErrorAlert error={error} />
         {experiments === undefined && canRead ? <p class="muted">Loading…</p> : null}
         {experiments?.length === 0 ? <p class="muted">No experiments yet.</p> : null}
         <ul class="experiments">
@@ -622,11 +619,7 @@ function ChannelList(props: ChannelListProps): VNode<any> {
         placeholder={props.narrow ? 'e.g. attitude roll' : 'name, unit or type'}
         onInput={onValue(props.setFilter)}
       />
-      {props.error ? (
-        <p class="error" role="alert">
-          {props.error}
-        </p>
-      ) : null}
+      <ErrorAlert error={props.error} />
       {channels === undefined && !props.error ? <p class="muted">Loading channels…</p> : null}
       <div class="channel-groups">
         {groups.map((g) => (

@@ -8,6 +8,7 @@ import { DataView } from './data-view.tsx';
 import { formatLocation, parseLocation, type ConsoleLocation } from './url-state.ts';
 import { WebhooksView } from './webhooks-view.tsx';
 import { onValue } from './actions.ts';
+import { ErrorAlert } from './error-alert.tsx';
 
 // The key lives only here: sessionStorage (gone when the tab closes), never localStorage, a cookie or the URL.
 const KEY_ITEM = 'sortie.apiKey';
@@ -119,11 +120,7 @@ function SignIn(props: { onSubmit: (key: string) => void; error: string }): VNod
           {' (README, the first hour: both work while Sortie runs).'}
         </p>
         <button type="submit">Sign in</button>
-        {props.error ? (
-          <p class="error" role="alert">
-            {props.error}
-          </p>
-        ) : null}
+        <ErrorAlert error={props.error} />
       </form>
     </main>
   );

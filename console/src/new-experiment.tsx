@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import type { ConsoleApi } from './api.ts';
 import { need } from './scopes.tsx';
 import { errorText, onValue } from './actions.ts';
+import { ErrorAlert } from './error-alert.tsx';
 
 export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession; onCreated: (experiment: Experiment) => void }): VNode<any> {
   const write = need(props.session.scopes, 'datasets:write');
@@ -43,11 +44,7 @@ export function NewExperiment(props: { api: ConsoleApi; session: ConsoleSession;
         </div>
         {write.note}
       </form>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorAlert error={error} />
       {created ? (
         <div class="agent-hint" role="status">
           <p>

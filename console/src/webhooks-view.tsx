@@ -5,6 +5,7 @@ import type { ConsoleApi } from './api.ts';
 import { formatIso } from './format.ts';
 import { need } from './scopes.tsx';
 import { actRunner, errorText, onValue } from './actions.ts';
+import { ErrorAlert } from './error-alert.tsx';
 
 /** The endpoint's latest delivery attempt as the list says it: what the receiver answered, and when. */
 function lastAttemptText(ep: WebhookEndpoint): string {
@@ -40,11 +41,7 @@ export function WebhooksView(props: { api: ConsoleApi; session: ConsoleSession }
     <div class="webhooks">
       <h2>Webhook endpoints</h2>
       {read.note}
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorAlert error={error} />
       {secret ? (
         <div class="secret" role="status">
           <p>
