@@ -24,7 +24,7 @@ export { OPERATIONS, STREAMED_OPERATIONS } from './routes.ts';
 export type { InputOf, OperationId, OutputOf } from './routes.ts';
 export { authInterceptor, createTelemetryClient, rpcError } from './telemetry.ts';
 export type { ImportFileOptions, ImportProgress, ImportSource } from './imports.ts';
-export { followAnswer, queryAnswer, timestampOf, timestampText } from './answers.ts';
+export { followAnswer, queryAnswer, queryRequest, timestampOf, timestampText } from './answers.ts';
 export type { FollowAnswer, FollowEventAnswer, PointAnswer, QueryAnswer, SeriesAnswer, StreamSubmitAnswer, SubmitAnswer, TimeInput } from './answers.ts';
 export type { FollowRequestInit, QueryRequestInit, RpcOptions, SubmitRequestInit, TelemetryClient } from './telemetry.ts';
 

@@ -13,11 +13,11 @@ import {
   followAnswer,
   newRequestId,
   queryAnswer,
+  queryRequest,
   queryString,
   REQUEST_ID_HEADER,
   rpcError,
   SortieApiError,
-  timestampOf,
   type FollowAnswer,
   type FollowRequestInit,
   type InputOf,
@@ -182,14 +182,7 @@ export function createTelemetry(baseUrl: string, apiKey: string, doFetch: typeof
   return {
     async query(request: QueryRequestInit): Promise<QueryAnswer> {
       const requestId = newRequestId();
-      const init = {
-        ...(request.experimentId !== undefined && { experimentId: request.experimentId }),
-        datasetId: request.datasetId,
-        channelIds: request.channelIds,
-        ...(request.from !== undefined && { from: timestampOf(request.from) }),
-        ...(request.to !== undefined && { to: timestampOf(request.to) }),
-        ...(request.maxPointsPerChannel !== undefined && { maxPointsPerChannel: request.maxPointsPerChannel }),
-      };
+      const init = queryRequest(request);
       try {
         const r = await client.query(init, { headers: new Headers({ [REQUEST_ID_HEADER]: requestId }) });
         return queryAnswer(r);
