@@ -2,11 +2,11 @@
 // same inputs and answers, failures as SortieApiError with the envelope's code, fields and request id),
 // over the console's own zod-free transport (service.ts says why). The pages never build a URL or a
 // header themselves, so the key has one way out: the x-api-key header.
-import { SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
+import { createTelemetryClient, SortieApiError, type FollowRequestInit, type InputOf } from '@sortie/client';
 import { API_KEY_HEADER, type ConsoleSession, type CreateImportResponse, type ImportProgress } from '@sortie/contracts';
 import { ndjsonLines } from './import-logic.ts';
 import { answerSeconds } from './live.ts';
-import { apiError, createTelemetry, createTransport } from './service.ts';
+import { apiError, createTransport } from './service.ts';
 
 export { SortieApiError };
 
@@ -52,7 +52,8 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
   // Never a cookie or the HTTP cache: the key is the only credential and every answer is live data.
   const fetchLive: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit', cache: 'no-store' });
   const http = createTransport(baseUrl, apiKey, fetchLive);
-  const telemetry = createTelemetry(baseUrl, apiKey, fetchLive);
+  // Query and Follow are the client's own: its telemetry module loads no zod.
+  const telemetry = createTelemetryClient({ baseUrl: `${baseUrl}/api/rpc`, apiKey, fetch: fetchLive });
   const call = async <Op extends Parameters<typeof http.call>[0]>(operationId: Op, input: InputOf<Op>) => (await http.call(operationId, input)).data;
 
   return {
@@ -193,7 +194,7 @@ export function createConsoleApi(apiKey: string, baseUrl = globalThis.location.o
     },
 
     /** TelemetryService.Follow: the dataset's window, then what each commit adds, its events and command changes, until `signal` aborts. */
-    follow: (request: FollowRequestInit, signal: AbortSignal) => telemetry.follow(request, signal),
+    follow: (request: FollowRequestInit, signal: AbortSignal) => telemetry.follow(request, { signal }),
 
     /** The export route's CSV of `channels` over the window, raw rows; fetched (the key travels in a header, never a URL). */
     async exportCsv(input: { experimentId: string; datasetId: string; channels: string[]; window?: QueryWindow }): Promise<Blob> {

@@ -1,32 +1,13 @@
-// The console's way to the service in the browser, without zod: the JSON routes it calls and Connect for
-// telemetry, typed by the contracts and the client but parsing nothing with their schemas. zod 4 alone is
-// about 35 KB of the gzipped script whatever few schemas it parses, and the typed client's HTTP transport
-// loads the contracts' whole route table with every schema (decision 0008: the script's weight). The
-// service validates every input, and the page comes from the same process as the API it calls, so the
-// schemas would check the service against itself. The request ids, query strings, RPC errors and answers
-// are the client's own (its zod-free modules); the route paths copied here are typed as the route table's
-// literal types, so a change there fails the type-check here.
-import type { Interceptor } from '@connectrpc/connect';
-import { ConnectError, createClient } from '@connectrpc/connect';
-import { createConnectTransport } from '@connectrpc/connect-web';
-import {
-  followAnswer,
-  newRequestId,
-  queryAnswer,
-  queryRequest,
-  queryString,
-  REQUEST_ID_HEADER,
-  rpcError,
-  SortieApiError,
-  type FollowAnswer,
-  type FollowRequestInit,
-  type InputOf,
-  type OperationId,
-  type OutputOf,
-  type QueryAnswer,
-  type QueryRequestInit,
-} from '@sortie/client';
-import { API_KEY_HEADER, TelemetryService } from '@sortie/contracts';
+// The console's JSON calls in the browser, without zod: typed by the contracts and the client but parsing
+// nothing with their schemas. zod 4 alone is about 35 KB of the gzipped script whatever few schemas it
+// parses, and the typed client's HTTP transport loads the contracts' whole route table with every schema
+// (decision 0008: the script's weight). The service validates every input, and the page comes from the
+// same process as the API it calls, so the schemas would check the service against itself. Request ids
+// and query strings are the client's own (its zod-free wire.ts), as is telemetry (api.ts uses the client's
+// createTelemetryClient); the route paths written here are typed as the route table's literal types, so a
+// change there fails the type-check here.
+import { newRequestId, queryString, REQUEST_ID_HEADER, SortieApiError, type InputOf, type OperationId, type OutputOf } from '@sortie/client';
+import { API_KEY_HEADER } from '@sortie/contracts';
 import type { ApiRouteTable, ErrorCode, ErrorDetail } from '@sortie/contracts';
 
 export { ACK_TIMEOUT_SECONDS, ARMING_TTL_SECONDS } from '@sortie/contracts';
@@ -162,47 +143,6 @@ export function createTransport(baseUrl: string, apiKey: string, doFetch: typeof
       const response = await doFetch(baseUrl + route.path + queryString(query as Record<string, unknown>), { method: 'GET', headers: headersFor() });
       if (!response.ok) throw await failure(response, `GET ${route.path}`);
       return response;
-    },
-  };
-}
-
-// --- Telemetry over Connect --------------------------------------------------------------------------
-
-/** TelemetryService.Query and Follow over Connect (binary protobuf) at `<baseUrl>/api/rpc`, answers as the typed client gives them. */
-export function createTelemetry(baseUrl: string, apiKey: string, doFetch: typeof fetch) {
-  const auth: Interceptor = (next) => async (request) => {
-    request.header.set(API_KEY_HEADER, apiKey);
-    if (!request.header.has(REQUEST_ID_HEADER)) request.header.set(REQUEST_ID_HEADER, newRequestId());
-    return await next(request);
-  };
-  const client = createClient(
-    TelemetryService,
-    createConnectTransport({ baseUrl: `${baseUrl}/api/rpc`, useBinaryFormat: true, fetch: doFetch, interceptors: [auth] }),
-  );
-  return {
-    async query(request: QueryRequestInit): Promise<QueryAnswer> {
-      const requestId = newRequestId();
-      const init = queryRequest(request);
-      try {
-        const r = await client.query(init, { headers: new Headers({ [REQUEST_ID_HEADER]: requestId }) });
-        return queryAnswer(r);
-      } catch (error) {
-        throw rpcError(error, requestId);
-      }
-    },
-    /** Until `signal` aborts (the iteration then ends quietly) or the stream fails (thrown as SortieApiError). */
-    follow(request: FollowRequestInit, signal: AbortSignal): AsyncIterable<FollowAnswer> {
-      return {
-        async *[Symbol.asyncIterator]() {
-          const requestId = newRequestId();
-          try {
-            for await (const update of client.follow(request, { headers: new Headers({ [REQUEST_ID_HEADER]: requestId }), signal })) yield followAnswer(update);
-          } catch (error) {
-            if (signal.aborted && error instanceof ConnectError) return;
-            throw rpcError(error, requestId);
-          }
-        },
-      };
     },
   };
 }
