@@ -5,7 +5,7 @@ import type { Channel, CommandRecord, TimelineEvent } from '@sortie/contracts';
 import { describe, expect, it } from 'vitest';
 import { argFields, argsFromForm } from './args-form.ts';
 import { formatUtc, timestampSeconds } from './format.ts';
-import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
+import { indexAtOrBefore, localTrack, offsetText, scaleBarMetres } from './geo.ts';
 import { bandLabel, heartbeatSpans } from './heartbeat.ts';
 import { marksOf } from './marks.ts';
 import { groupChannels, plottable, queryChannelId, systemIdOf } from './signals.ts';
@@ -179,6 +179,14 @@ describe('marks on the time axis', () => {
 
   it('keeps the microseconds of an RFC 3339 time', () => {
     expect(timestampSeconds('2018-08-08T14:06:30.123456Z') - Date.UTC(2018, 7, 8, 14, 6, 30) / 1000).toBeCloseTo(0.123456, 6); // within half a microsecond: float64 seconds near 2018 resolve ~0.24 µs
+  });
+});
+
+describe('offsetText', () => {
+  it('names the direction instead of a minus sign, and calls a rounded zero by the positive name', () => {
+    expect(offsetText(80.2, -151.4)).toBe('80 m east, 151 m south');
+    expect(offsetText(-14, 231)).toBe('14 m west, 231 m north');
+    expect(offsetText(-0.4, 0)).toBe('0 m east, 0 m north');
   });
 });
 

@@ -1,7 +1,7 @@
 import type { VNode } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ConsoleApi, QuerySeries } from './api.ts';
-import { indexAtOrBefore, localTrack, scaleBarMetres } from './geo.ts';
+import { indexAtOrBefore, localTrack, offsetText, scaleBarMetres } from './geo.ts';
 import { joinTail, valuesAt, type LiveSeries } from './live.ts';
 import { sourceSignals, sourceSpans, type FlightSources } from './log-flight.ts';
 import { ModeBand } from './mode-band.tsx';
@@ -161,7 +161,7 @@ export function FlightView(props: Props): VNode<any> {
           </svg>
           <figcaption class="muted">
             {marker
-              ? `${props.cursor === undefined ? 'Latest fix' : 'At cursor'}: ${marker.east.toFixed(0)} m east, ${marker.north.toFixed(0)} m north of the first fix`
+              ? `${props.cursor === undefined ? 'Latest fix' : 'At cursor'}: ${offsetText(marker.east, marker.north)} of the first fix`
               : 'Local metres from the first fix; hover the plots to follow the vehicle.'}
           </figcaption>
         </figure>

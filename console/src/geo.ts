@@ -65,3 +65,9 @@ export function scaleBarMetres(maxMetres: number): number {
   for (const step of [5, 2, 1]) if (step * decade <= maxMetres) return step * decade;
   return decade;
 }
+
+/** Where a point lies from the first fix, as a crew says it: `80 m east, 151 m south`, never `-151 m north`. */
+export function offsetText(east: number, north: number): string {
+  const part = (metres: number, positive: string, negative: string) => `${Math.abs(metres).toFixed(0)} m ${metres < 0 && Math.abs(metres) >= 0.5 ? negative : positive}`;
+  return `${part(east, 'east', 'west')}, ${part(north, 'north', 'south')}`;
+}
