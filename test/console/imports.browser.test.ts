@@ -142,7 +142,9 @@ describe.skipIf(SKIP_BROWSER)("a vehicle's own logs imported in the console, in 
     await input.focus();
     expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Import log files into Log review');
     const chooser = page.waitForEvent('filechooser');
-    await page.keyboard.press('Enter');
+    // Enter on the input itself: the list re-renders as it refreshes (live marks), and a key sent to
+    // whatever holds focus at that moment can land on the page instead, so no chooser ever opens.
+    await input.press('Enter');
     await (await chooser).setFiles(EVENTS);
     await expect.poll(() => row('sample_px4_events.ulg').getAttribute('data-state'), { timeout: 60_000 }).toBe('done');
     expect(await row('sample_px4_events.ulg').locator('.import-outcome').textContent()).toMatch(/^29,480 messages · .* · from 2024-03-18 .* UTC \(GPS time\) · 47 events · 875 parameters/);
