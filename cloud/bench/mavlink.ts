@@ -40,6 +40,7 @@ import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { NarrowBatch } from '../src/telemetry/narrow/narrow-batch.ts';
 import { insertGroup, PREPARED_SHAPES_MAX, type NarrowTarget } from '../src/telemetry/narrow/narrow-writer.ts';
 import { replayFrames } from '../src/telemetry/narrow/long-flight.ts';
+import { narrowStorage } from '../src/telemetry/narrow/storage-size.ts';
 import { binaryArrays } from '../src/telemetry/sql/sql-arrays.ts';
 import type { DatabaseHandle } from '../src/db/connect.ts';
 import type { Database } from '../src/db/schema.ts';
@@ -305,19 +306,10 @@ async function grpcPhase(grpcPort: number, apiKey: string, experimentId: string,
 
 // ---- Storage: rows and bytes --------------------------------------------------------------------------------
 
-/** Rows (= frames) in the datasets' message tables, and the bytes of everything narrow storage holds for them. */
-async function storageOf(admin: pg.Client, datasetIds: readonly string[]) {
-  const tables = await admin.query<{ table_name: string }>('select table_name from narrow_message_tables where dataset_id = any($1::uuid[])', [datasetIds]);
-  let rows = 0;
-  let bytes = 0;
-  for (const { table_name } of tables.rows) {
-    const r = await admin.query<{ n: number; b: number }>(`select count(*)::float8 as n, pg_total_relation_size('"${table_name}"')::float8 as b from "${table_name}"`);
-    rows += r.rows[0]!.n;
-    bytes += r.rows[0]!.b;
-  }
-  // The dataset's bookkeeping: sessions and the message-table list (small; counted all the same).
-  const extra = await admin.query<{ b: number }>(`select (pg_total_relation_size('narrow_boot_sessions') + pg_total_relation_size('narrow_message_tables') + pg_total_relation_size('narrow_datasets'))::float8 as b`);
-  return { rows, bytes: bytes + extra.rows[0]!.b, tables: tables.rows.length };
+/** Rows (= frames) in the datasets' message tables, and the bytes of everything narrow storage holds for them (narrow/storage-size.ts, as bench:short-flight). */
+async function storageOf(db: Kysely<Database>, datasetIds: readonly string[]) {
+  const s = await narrowStorage(db, datasetIds);
+  return { rows: s.frames, bytes: s.bytes, tables: s.tables };
 }
 
 // ---- Query phase ----------------------------------------------------------------------------------------
@@ -364,7 +356,7 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
   // The tables are the authority on what was stored (the server's log lines may trail its responses).
-  const stored = await storageOf(admin, datasetIds);
+  const stored = await storageOf(handle.db, datasetIds);
   if (stored.rows !== grpc.frames) throw new Error(`sent ${grpc.frames} frames, but the message tables hold ${stored.rows} rows`);
   const sessions = await admin.query<{ n: number }>('select count(*)::int as n from narrow_boot_sessions where dataset_id = any($1::uuid[])', [datasetIds]);
 
@@ -381,7 +373,7 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
     })
   ).datasetId as string;
   if (QUERY_FRAMES > 0) await grpcPhase(server.grpcPort, apiKey, experiment.id, [queried], null, database.name, { frames: QUERY_FRAMES });
-  const queriedFrames = (await storageOf(admin, [queried])).rows;
+  const queriedFrames = (await storageOf(handle.db, [queried])).rows;
   await admin.query('vacuum analyze');
   // BENCH_QUERY_FRAMES=0 skips the Query figure (a quick ingest-only run).
   const query = QUERY_FRAMES > 0 ? await queryPhase(`http://127.0.0.1:${server.grpcPort}`, apiKey, queried) : null;
@@ -392,7 +384,7 @@ async function serverPhases(database: TestDatabase, server: BenchServer, apiKey:
   // same tables, rows and statement shapes (so as many shapes to prepare) as the writer had.
   const copies: Array<Array<{ msgid: number; copy: string }>> = [];
   for (let s = 0; s < STREAMS; s++) {
-    const tables = await admin.query<{ msgid: number; table_name: string }>('select msgid, table_name from narrow_message_tables where dataset_id = $1::uuid', [datasetIds[s]]);
+    const tables = await admin.query<{ msgid: number; table_name: string }>('select msgid, table_name from narrow_message_tables where dataset_id = $1::uuid and msgid >= 0', [datasetIds[s]]);
     copies.push(tables.rows.map((t) => ({ msgid: t.msgid, copy: `baseline_${s}_m_${t.msgid}` })));
     for (const t of tables.rows) await admin.query(`create table "baseline_${s}_m_${t.msgid}" (like "${t.table_name}" including all)`);
   }

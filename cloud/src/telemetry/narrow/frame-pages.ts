@@ -3,7 +3,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { messageLayoutOf } from './decode.ts';
-import { isLogTable, quoteIdent, type ColumnType, type MessageTable, type SignalColumn } from './message-tables.ts';
+import { isLogTable, quoteIdent, type ColumnType, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 
 /**
@@ -216,12 +216,12 @@ export async function* framePages(
     const result = await sql<{ t: number; seq: number; json: string }>`
       with k as (
         select r.t, r.frame_seq from (
-          select ${aligned} as t, m.frame_seq from ${sql.table(source.table)} m
+          select ${aligned} as t, m.frame_seq from ${messageRelationSql(source.table)} m
           where ${sql.raw(source.where)}) r
         where ${sql.join(bounds, sql` and `)}
         order by r.t, r.frame_seq limit ${source.pageRows})
       select k.t, k.frame_seq::float8 as seq, ${sql.raw(source.select)} as json
-      from k join ${sql.table(source.table)} m on m.frame_seq = k.frame_seq
+      from k join ${messageRelationSql(source.table)} m on m.frame_seq = k.frame_seq
       order by k.t, k.frame_seq`.execute(db);
     cursor.rows = result.rows;
     cursor.at = 0;

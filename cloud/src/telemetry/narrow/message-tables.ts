@@ -1,5 +1,5 @@
 import { MAVLINK_REGISTRY, parseSignalName, unknownSignalName } from '@sortie/contracts/mavlink';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { makeNarrowHypertable } from './narrow-timescale.ts';
 import { CHAR, F32, F64, I16, I32, I64, I8, messageLayoutOf, TEXT, U16, U32, U64, U8 } from './decode.ts';
@@ -134,11 +134,120 @@ export function quoteIdent(name: string): string {
  * (reads of one signal read its message's table, which holds nothing else). Clock columns first,
  * fixed-width and widest first; field columns follow in wire order, which MAVLink sorts by size.
  */
-export function createTableSql(table: string, columns: readonly SignalColumn[]): string {
+export function createTableSql(table: string, columns: readonly SignalColumn[], keyed = true): string {
   const fields = columns.map((c) => `${quoteIdent(c.column)} ${SQL_TYPE[c.type]}`).join(', ');
   return `create table if not exists ${quoteIdent(table)} (
-    frame_seq bigint primary key, time timestamptz not null, received_at timestamptz not null, boot_us bigint,
+    frame_seq bigint ${keyed ? 'primary key' : 'not null'}, time timestamptz not null, received_at timestamptz not null, boot_us bigint,
     boot_session integer not null, time_source "char" not null, ${fields})`;
+}
+
+/**
+ * A short flight's rows in one table (docs/decisions/0015-short-flights-stored-small.md). Every relation
+ * has a fixed cost whatever it holds: its free space map (24 KiB once the heap passes one page), its key
+ * index (16 KiB at least), its last page half empty. With one table per message id that is ~90 bytes per
+ * frame of a 4-minute SITL flight (41 tables, 23,894 frames), more than the key and the free space of a
+ * long flight together. So a new MAVLink dataset's first SHARED_FRAMES frames go to one table of its own,
+ * `narrow_s_<dataset hex>`: the clock columns, the message id, and typed slots a message's columns are
+ * placed in (its k-th int4 column in i4_k, and so on), widest first so rows pad little; its message
+ * tables are made at once but stay empty and unkeyed. When a frame at or past SHARED_FRAMES comes, the
+ * writer moves every row into its message table, keys the tables, and empties the shared table
+ * (narrow-writer.ts): from then on the dataset is laid out as a long flight always was.
+ *
+ * Readers read a message of such a dataset as its table and its rows in the shared table together
+ * (`messageRelationSql`), so they never need to know which holds the rows: before the move the table is
+ * empty, after it the shared table is.
+ */
+export const SHARED_FRAMES = 50_000;
+
+/** The key narrow_message_tables lists a dataset's shared table under (MAVLink ids are ≥ 0, log keys ≥ 2^24). */
+export const SHARED_TABLE_KEY = -1;
+
+/** Slots per column type, in the table's column order (8-byte types first, then 4, 2, 1, variable). */
+const SLOT_FAMILIES: ReadonlyArray<{ sqlType: string; prefix: string; count: number }> = [
+  { sqlType: 'int8', prefix: 'i8', count: 6 },
+  { sqlType: 'float8', prefix: 'f8', count: 2 },
+  { sqlType: 'float4', prefix: 'f4', count: 14 },
+  { sqlType: 'int4', prefix: 'i4', count: 20 },
+  { sqlType: 'int2', prefix: 'i2', count: 12 },
+  { sqlType: 'text', prefix: 't', count: 1 },
+  { sqlType: 'bytea', prefix: 'b', count: 1 },
+];
+// 63 columns in all: a row's null bitmap stays within the 32-byte header a row with a NULL has anyway.
+
+export function sharedTableName(datasetId: string): string {
+  return `narrow_s_${datasetId.replaceAll('-', '')}`;
+}
+
+/**
+ * The shared-table slot of each of a message's columns, or undefined when the message cannot be
+ * kept there (a log's message type, or more columns of one type than there are slots): such a message
+ * has its keyed table from the start.
+ */
+export function sharedSlots(msgid: number, columns: readonly SignalColumn[]): string[] | undefined {
+  if (isLogTable(msgid)) return undefined;
+  let found = SLOTS_OF.get(columns);
+  if (found === undefined) SLOTS_OF.set(columns, (found = slotsOf(columns) ?? null));
+  return found ?? undefined;
+}
+
+const SLOTS_OF = new WeakMap<readonly SignalColumn[], string[] | null>();
+
+function slotsOf(columns: readonly SignalColumn[]): string[] | undefined {
+  const used = new Map<string, number>();
+  const slots: string[] = [];
+  for (const c of columns) {
+    const family = SLOT_FAMILIES.find((f) => f.sqlType === SQL_TYPE[c.type])!;
+    const k = used.get(family.prefix) ?? 0;
+    if (k >= family.count) return undefined;
+    used.set(family.prefix, k + 1);
+    slots.push(`${family.prefix}_${k}`);
+  }
+  return slots;
+}
+
+/** The shared table's DDL: no key (the writer keeps a frame once, under the dataset's row lock), a BRIN on frame_seq for its ranges. */
+export function createSharedTableSql(table: string): string[] {
+  const slots = SLOT_FAMILIES.map((f) => Array.from({ length: f.count }, (_, k) => `${f.prefix}_${k} ${f.sqlType}`));
+  const [i8, f8, f4, i4, i2, t, b] = slots as [string[], string[], string[], string[], string[], string[], string[]];
+  return [
+    `create table if not exists ${quoteIdent(table)} (
+    frame_seq bigint not null, time timestamptz not null, received_at timestamptz not null, boot_us bigint, ${[...i8, ...f8].join(', ')},
+    boot_session integer not null, msgid integer not null, ${[...f4, ...i4, ...i2].join(', ')}, time_source "char" not null, ${[...t, ...b].join(', ')})`,
+    `create index if not exists ${quoteIdent(`${table}_seq`)} on ${quoteIdent(table)} using brin (frame_seq) with (pages_per_range = 16)`,
+  ];
+}
+
+const CLOCK_COLUMNS = 'frame_seq, time, received_at, boot_us, boot_session, time_source';
+
+/** The shared table's rows of one message, with its table's columns (names, order and types). */
+function sharedRowsSql(shared: string, msgid: number, columns: readonly SignalColumn[]): string {
+  const slots = sharedSlots(msgid, columns);
+  if (!slots) return '';
+  const fields = columns.map((c, i) => `${slots[i]} as ${quoteIdent(c.column)}`);
+  return `select ${CLOCK_COLUMNS}${fields.length ? ', ' : ''}${fields.join(', ')} from ${quoteIdent(shared)} where msgid = ${msgid}`;
+}
+
+/** Datasets (uuid hex) that have a shared table, by the name of that table; filled as datasets' tables are loaded. */
+const SHARED_OF_DATASET = new Map<string, string>();
+
+function datasetHexOf(table: string): string | undefined {
+  return /^narrow_m_([0-9a-f]{32})_\d+$/.exec(table)?.[1];
+}
+
+/**
+ * A message's rows as a relation to read from: its table, or, for a dataset with a shared table, its
+ * table and its rows there as one (UNION ALL: PostgreSQL pushes conditions and the frame_seq order into
+ * both, and the empty one costs nothing). Takes a table name as every reader has it from
+ * loadMessageTables, which records which datasets have a shared table.
+ */
+export function messageRelationSql(table: string): RawBuilder<unknown> {
+  const hex = datasetHexOf(table);
+  const shared = hex === undefined ? undefined : SHARED_OF_DATASET.get(hex);
+  const msgid = Number(table.slice(table.lastIndexOf('_') + 1));
+  const own = shared === undefined ? undefined : sharedRowsSql(shared, msgid, messageColumns(msgid).columns);
+  if (!own) return sql.table(table);
+  const columns = messageColumns(msgid).columns.map((c) => quoteIdent(c.column));
+  return sql.raw(`(select ${CLOCK_COLUMNS}${columns.length ? ', ' : ''}${columns.join(', ')} from ${quoteIdent(table)} union all ${own})`);
 }
 
 /** time_source as stored ("char"), and as clients see it. */
@@ -158,14 +267,22 @@ export interface MessageTable {
   signals: Set<string>;
 }
 
+/** A dataset's shared table, as the writer needs it: its name, and whether it still takes frames. */
+export interface SharedTable {
+  table: string;
+  open: boolean;
+}
+
 /** A dataset's message tables, by message id (or log table key). */
 export async function loadMessageTables(db: Executor, datasetId: string): Promise<Map<number, MessageTable>> {
   const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number; message: string | null; columns: SignalColumn[] | null }>`
     select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type, t.message, t.columns
     from narrow_message_tables t join pg_class c on c.oid = to_regclass(quote_ident(t.table_name))
     where t.dataset_id = ${datasetId}::uuid order by t.msgid`.execute(db);
+  const shared = result.rows.find((r) => r.msgid === SHARED_TABLE_KEY);
+  if (shared) SHARED_OF_DATASET.set(datasetId.replaceAll('-', ''), shared.table_name);
   return new Map(
-    result.rows.map((r) => [
+    result.rows.filter((r) => r.msgid !== SHARED_TABLE_KEY).map((r) => [
       r.msgid,
       {
         msgid: r.msgid,
@@ -213,13 +330,17 @@ export async function ensureMessageTables(
   present: ReadonlyMap<number, ReadonlySet<string>>,
   timescale: boolean,
   layoutOf: (msgid: number) => MessageColumns = messageColumns,
+  shared?: SharedTable,
 ): Promise<void> {
   for (const [msgid, signals] of present) {
     let table = known.get(msgid);
     if (!table) {
       const name = messageTableName(datasetId, msgid);
       const layout = layoutOf(msgid);
-      await sql.raw(createTableSql(name, layout.columns)).execute(db);
+      // While the dataset's shared table takes frames, a message it can hold gets an empty table without
+      // a key: no index pages until its rows move in (narrow-writer.ts drainSharedTable keys it then).
+      const slots = shared?.open ? sharedSlots(msgid, layout.columns) : undefined;
+      await sql.raw(createTableSql(name, layout.columns, slots === undefined)).execute(db);
       if (timescale) await makeNarrowHypertable(db, name);
       // A log's table keeps its columns and name beside it; a MAVLink table's come from the dialect.
       const log = isLogTable(msgid);
@@ -237,4 +358,17 @@ export async function ensureMessageTables(
     await sql`update narrow_message_tables set signals = array(select distinct unnest(signals || ${`{${added.map((s) => `"${s}"`).join(',')}}`}::text[]) order by 1)
       where dataset_id = ${datasetId}::uuid and msgid = ${msgid}::int4`.execute(db);
   }
+}
+
+/**
+ * Make the dataset's shared table and list it (under SHARED_TABLE_KEY, so whatever drops a dataset's
+ * listed tables drops it too). Run by the writer for a dataset's first frames, under its row lock.
+ */
+export async function createSharedTable(db: Executor, datasetId: string): Promise<SharedTable> {
+  const table = sharedTableName(datasetId);
+  for (const statement of createSharedTableSql(table)) await sql.raw(statement).execute(db);
+  await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${SHARED_TABLE_KEY}::int4, ${table}, '{}')
+    on conflict (dataset_id, msgid) do nothing`.execute(db);
+  SHARED_OF_DATASET.set(datasetId.replaceAll('-', ''), table);
+  return { table, open: true };
 }

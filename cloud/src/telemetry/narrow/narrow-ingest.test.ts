@@ -9,7 +9,7 @@ import { decodeFrame, frameTime } from './decode.ts';
 import { crcExtraOf, messageClassOf } from '@sortie/contracts/mavlink';
 import { startTestService, type TestOrg, type TestService } from '../../testing/test-service.ts';
 import { fixtureFrames, fixturePoints, framePoint, RAW_CAPTURE_START_US, type FixtureFrame, type PointInit } from './fixture-frames.ts';
-import { loadMessageTables } from './message-tables.ts';
+import { loadMessageTables, messageRelationSql } from './message-tables.ts';
 import { readStoredSamples } from './stored-samples.ts';
 
 type StreamMessage = MessageInitShape<typeof StreamSubmitRequestSchema>;
@@ -55,11 +55,11 @@ async function stored(datasetId: string) {
   return { rows: samples.length, frames: frames.size, unknown_frames: unknown.size, min_time: new Date(minUs / 1000) };
 }
 
-/** One row per frame: the rows of the dataset's message tables. */
+/** One row per frame: the rows of the dataset's messages (in their tables, or a short flight's shared table). */
 async function messageRows(datasetId: string): Promise<number> {
   let n = 0;
   for (const table of (await loadMessageTables(t.service.ctx.db, datasetId)).values()) {
-    const result = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table.table)}`.execute(t.service.ctx.db);
+    const result = await sql<{ n: number }>`select count(*)::int as n from ${messageRelationSql(table.table)} m`.execute(t.service.ctx.db);
     n += result.rows[0]!.n;
   }
   return n;

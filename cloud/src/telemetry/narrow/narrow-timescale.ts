@@ -55,12 +55,16 @@ export async function makeNarrowHypertable(db: Executor, table: string): Promise
   for (const statement of narrowHypertableStatements(table)) await sql.raw(statement).execute(db);
 }
 
-/** Message tables not yet hypertables (made before TimescaleDB was present); run at start-up with TimescaleDB. */
+/**
+ * Message tables not yet hypertables (made before TimescaleDB was present); run at start-up with TimescaleDB.
+ * A short flight's shared table (listed under a negative key, message-tables.ts) stays a plain table: it
+ * holds a few thousand frames at most and is emptied when the flight grows long.
+ */
 export async function applyNarrowTimescaleLayout(db: Executor): Promise<string[]> {
   const pending = await sql<{ table_name: string }>`
     select t.table_name from narrow_message_tables t left join timescaledb_information.hypertables h
       on h.hypertable_schema = current_schema() and h.hypertable_name = t.table_name
-    where h.hypertable_name is null order by t.table_name`.execute(db);
+    where h.hypertable_name is null and t.msgid >= 0 order by t.table_name`.execute(db);
   for (const { table_name } of pending.rows) await makeNarrowHypertable(db, table_name);
   return pending.rows.map((r) => r.table_name);
 }

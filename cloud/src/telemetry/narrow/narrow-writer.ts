@@ -7,7 +7,20 @@ import { ServiceError } from '../../platform/errors.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
-import { ensureMessageTables, loadMessageTables, quoteIdent, SOURCE_CODE, SQL_TYPE, type MessageTable } from './message-tables.ts';
+import {
+  createSharedTable,
+  ensureMessageTables,
+  isLogTable,
+  loadMessageTables,
+  quoteIdent,
+  SHARED_FRAMES,
+  SHARED_TABLE_KEY,
+  sharedSlots,
+  SOURCE_CODE,
+  SQL_TYPE,
+  type MessageTable,
+  type SharedTable,
+} from './message-tables.ts';
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
 import { PreparedShapes } from './prepared-shapes.ts';
 import { loadBootSessions } from './session-store.ts';
@@ -33,6 +46,8 @@ export interface SessionCache {
   sysid: number;
   sessions: BootSession[];
   tables: Map<number, MessageTable>;
+  /** The dataset's shared table (message-tables.ts SHARED_FRAMES), if it has one. */
+  shared?: SharedTable;
 }
 
 export interface NarrowWriteResult {
@@ -72,11 +87,11 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
   const order = frameOrder(batch);
   const present = presentSignals(batch);
   return db.transaction().execute(async (tx) => {
-    const bound = await sql<{ sysid: number; version: number; max_frame_seq: number }>`
+    const bound = await sql<{ sysid: number; version: number; max_frame_seq: number; shared_open: boolean }>`
       insert into narrow_datasets as d (dataset_id, sysid) values (${target.datasetId}::uuid, ${batch.sysid!}::int4)
       on conflict (dataset_id) do update set version = d.version
-      returning d.sysid, d.version::float8 as version, d.max_frame_seq::float8 as max_frame_seq`.execute(tx);
-    const { sysid, version, max_frame_seq: maxFrameSeq } = bound.rows[0]!;
+      returning d.sysid, d.version::float8 as version, d.max_frame_seq::float8 as max_frame_seq, d.shared_open`.execute(tx);
+    const { sysid, version, max_frame_seq: maxFrameSeq, shared_open: sharedOpen } = bound.rows[0]!;
     if (sysid !== batch.sysid) {
       throw new ServiceError(
         'invalid_request',
@@ -87,26 +102,32 @@ export async function writeInTransaction(db: Db, target: NarrowTarget, batch: Na
     const known = current ? cache.sessions : await loadBootSessions(tx, target.datasetId);
     // A copy: tables made here exist only if the transaction commits, and the cache must not list them otherwise.
     const tables = current ? copyTables(cache.tables) : await loadMessageTables(tx, target.datasetId);
+    const last = batch.frameSeq[order[frames - 1]!]!;
+    let shared = current ? cache.shared : await loadSharedTable(tx, target.datasetId, sharedOpen);
+    if (!shared && tables.size === 0 && !target.timescale && last < SHARED_FRAMES && [...batch.groups.keys()].some((m) => !isLogTable(m))) {
+      shared = await createSharedTable(tx, target.datasetId);
+      await sql`update narrow_datasets set shared_open = true where dataset_id = ${target.datasetId}::uuid`.execute(tx);
+    }
+    if (shared?.open && last >= SHARED_FRAMES) shared = await drainSharedTable(tx, target.datasetId, shared, tables);
     // A table's columns are its group's (the dialect's for MAVLink, the log's for an imported log).
-    await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false, (msgid) => batch.groups.get(msgid)!.layout);
+    await ensureMessageTables(tx, target.datasetId, tables, present, target.timescale ?? false, (msgid) => batch.groups.get(msgid)!.layout, shared);
     const { sessions, sessionOf } = assignSessions(batch, order, known);
     // A reboot whose confirmation came in this batch but whose first frames were stored by an earlier one.
     for (const r of sessions.relabels()) {
-      for (const t of tables.values()) {
+      for (const t of [...tables.values(), ...(shared?.open ? [{ table: shared.table }] : [])]) {
         await sql`update ${sql.table(t.table)} set boot_session = ${r.to}::int4
           where boot_session = ${r.from}::int4 and frame_seq >= ${r.fromFrameSeq}::int8 and frame_seq <= ${maxFrameSeq}::int8`.execute(tx);
       }
     }
     // Unnamed: this path is the exception (a new table or signal, a refused guard), and it must run on the transaction's connection.
-    const { statement } = rowsStatement(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null);
+    const { statement } = rowsStatement(tx, target, batch, order, tables, sessions, sessionOf, maxFrameSeq, null, shared);
     const result = await tx.executeQuery(statement);
     const written = result.rows[0]!.frames;
-    const last = batch.frameSeq[order[frames - 1]!]!;
     return {
       written,
       duplicates: frames - written,
       rows: written,
-      cache: { version: version + 1, maxFrameSeq: Math.max(maxFrameSeq, last), sysid, sessions: sessions.all(), tables },
+      cache: { version: version + 1, maxFrameSeq: Math.max(maxFrameSeq, last), sysid, sessions: sessions.all(), tables, ...(shared && { shared }) },
       priorMaxFrameSeq: maxFrameSeq,
     };
   });
@@ -142,11 +163,20 @@ export function prepareFastWrite(db: Db, target: NarrowTarget, batch: NarrowBatc
     for (const s of signals) if (!table.signals.has(s)) return undefined;
   }
   const order = frameOrder(batch);
+  const last = batch.frameSeq[order[frames - 1]!]!;
+  // The frame that ends a short flight's shared table moves its rows: the transactional path does that.
+  if (cache.shared?.open && last >= SHARED_FRAMES) return undefined;
   const { sessions, sessionOf } = assignSessions(batch, order, cache.sessions);
   if (sessions.relabels().length > 0) return undefined;
-  const { statement, name } = rowsStatement(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version);
-  const last = batch.frameSeq[order[frames - 1]!]!;
-  const after = { version: cache.version + 1, maxFrameSeq: Math.max(cache.maxFrameSeq, last), sysid: cache.sysid, sessions: sessions.all(), tables: cache.tables };
+  const { statement, name } = rowsStatement(db, target, batch, order, cache.tables, sessions, sessionOf, cache.maxFrameSeq, cache.version, cache.shared);
+  const after = {
+    version: cache.version + 1,
+    maxFrameSeq: Math.max(cache.maxFrameSeq, last),
+    sysid: cache.sysid,
+    sessions: sessions.all(),
+    tables: cache.tables,
+    ...(cache.shared && { shared: cache.shared }),
+  };
   return { basis: cache, after, frames, statement, name };
 }
 
@@ -161,6 +191,36 @@ export async function runFastWrite(db: Db, target: NarrowTarget, write: FastWrit
   if (!row.ok) return undefined;
   return { written: row.frames, duplicates: write.frames - row.frames, rows: row.frames, cache: write.after, priorMaxFrameSeq: write.basis.maxFrameSeq };
 }
+
+/** The dataset's shared table, if it has one; `open` as narrow_datasets says. */
+async function loadSharedTable(db: Executor, datasetId: string, open: boolean): Promise<SharedTable | undefined> {
+  const row = await sql<{ table_name: string }>`
+    select table_name from narrow_message_tables where dataset_id = ${datasetId}::uuid and msgid = ${SHARED_TABLE_KEY}::int4`.execute(db);
+  return row.rows[0] && { table: row.rows[0].table_name, open };
+}
+
+/**
+ * The end of a short flight (message-tables.ts SHARED_FRAMES): every row of the shared table moves into
+ * its message's table in frame_seq order, each of those tables gets its key (built once over its rows,
+ * so its pages are full), and the shared table is emptied (TRUNCATE gives its pages back at once; it
+ * waits for readers of it and holds new ones until the commit, when they read the moved rows in the
+ * message tables). From then on the dataset's frames go to their message tables.
+ */
+async function drainSharedTable(tx: Executor, datasetId: string, shared: SharedTable, tables: ReadonlyMap<number, MessageTable>): Promise<SharedTable> {
+  for (const t of tables.values()) {
+    const slots = sharedSlots(t.msgid, t.columns);
+    if (!slots) continue;
+    const columns = t.columns.map((c) => quoteIdent(c.column));
+    await sql.raw(`insert into ${quoteIdent(t.table)} (${CLOCK_COLUMNS}${columns.map((c) => `, ${c}`).join('')})
+      select ${CLOCK_COLUMNS}${slots.map((c) => `, ${c}`).join('')} from ${quoteIdent(shared.table)} where msgid = ${t.msgid} order by frame_seq`).execute(tx);
+    await sql.raw(`alter table ${quoteIdent(t.table)} add primary key (frame_seq)`).execute(tx);
+  }
+  await sql.raw(`truncate ${quoteIdent(shared.table)}`).execute(tx);
+  await sql`update narrow_datasets set shared_open = false where dataset_id = ${datasetId}::uuid`.execute(tx);
+  return { table: shared.table, open: false };
+}
+
+const CLOCK_COLUMNS = 'frame_seq, time, received_at, boot_us, boot_session, time_source';
 
 function copyTables(tables: ReadonlyMap<number, MessageTable>): Map<number, MessageTable> {
   return new Map([...tables].map(([msgid, t]) => [msgid, { ...t, signals: new Set(t.signals) }]));
@@ -217,8 +277,10 @@ function rowsStatement(
   sessionOf: Int32Array,
   maxFrameSeq: number,
   guardVersion: number | null,
+  shared: SharedTable | undefined,
 ): { statement: CompiledQuery<{ frames: number; ok: boolean }>; name: string | undefined } {
   const frames = batch.frames;
+  const into = shared?.open ? shared.table : undefined;
   // The common case, a stream appending frames above everything the dataset holds, is a plain
   // insert: the dataset's row lock keeps its other writers out until commit. Only redelivery (or a
   // late frame below the highest stored) pays for `on conflict do nothing`.
@@ -228,7 +290,7 @@ function rowsStatement(
   const changed = sessions.changed();
   if (!target.binary) {
     const slots = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid).map((group) => ({ table: tables.get(group.layout.msgid)!, group }));
-    return { statement: rowsTree(target, batch, slots, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db), name: undefined };
+    return { statement: rowsTree(target, batch, slots, changed, sessionOf, first, last, onConflict, frames, guardVersion, into).compile(db), name: undefined };
   }
 
   // With node-postgres every table of the dataset gets its insert, an empty array for a message type the
@@ -237,16 +299,17 @@ function rowsStatement(
   // An empty insert costs PostgreSQL ~15 µs; planning the statement again costs milliseconds.
   const everyTable = datasetTables(tables);
   const slots = everyTable.list.map((table) => ({ table, group: batch.groups.get(table.msgid) }));
-  const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${everyTable.key}`;
+  const shape = `${onConflict ? 'c' : 'p'}${guardVersion === null ? '' : 'g'}${into ? 's' : ''}${everyTable.key}`;
   const params: unknown[] = [last, target.datasetId];
   if (guardVersion !== null) params.push(guardVersion);
+  if (into && onConflict) params.push(first, last);
   for (const { table, group } of slots) params.push(group ? binaryRows(table, batch, group, sessionOf) : EMPTY_ROWS);
   params.push(target.datasetId, ...sessionParams(changed));
   // Only when onConflict is off is the frame count a parameter (the conflict path counts what it inserted).
   if (!onConflict) params.push(frames);
   let known = STATEMENT_TEXT.get(shape);
   if (known === undefined) {
-    const compiled = rowsTree(target, batch, slots, changed, sessionOf, last, onConflict, frames, guardVersion).compile(db);
+    const compiled = rowsTree(target, batch, slots, changed, sessionOf, first, last, onConflict, frames, guardVersion, into).compile(db);
     if (compiled.parameters.length !== params.length || compiled.parameters.some((p, i) => !sameParam(p, params[i]))) {
       throw new Error(`narrow statement parameters disagree with kysely's for shape ${shape}`);
     }
@@ -294,24 +357,36 @@ function rowsTree(
   slots: ReadonlyArray<{ table: MessageTable; group: MessageGroup | undefined }>,
   changed: readonly BootSession[],
   sessionOf: Int32Array,
+  first: number,
   last: number,
   onConflict: boolean,
   frames: number,
   guardVersion: number | null,
+  shared: string | undefined,
 ): RawBuilder<{ frames: number; ok: boolean }> {
   const guard = guardVersion === null ? undefined : sql`exists (select 1 from v)`;
   // Without conflicts every frame is new, so only the conflict path counts what it inserted (a frame is one row of one table).
   const inserts = slots.map(({ table, group }, i) => {
     const name = sql.raw(`i${i}`);
+    const slotsOf = shared === undefined ? undefined : sharedSlots(table.msgid, table.columns);
+    const to = slotsOf && { table: shared!, slots: slotsOf, msgid: table.msgid };
     const insert = group
-      ? insertGroup(target, table, batch, group, sessionOf, onConflict, guard)
-      : sql`insert into ${sql.table(table.table)} select * from unnest(${EMPTY_ROWS}::${sql.table(table.table)}[]) ${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
+      ? insertGroup(target, table, batch, group, sessionOf, onConflict, guard, to)
+      : to
+        ? sharedInsert(to, table, sql`${EMPTY_ROWS}`, onConflict, guard)
+        : sql`insert into ${sql.table(table.table)} select * from unnest(${EMPTY_ROWS}::${sql.table(table.table)}[]) ${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
     return { name, cte: sql`${name} as (${insert} ${onConflict ? sql`returning 1` : sql``})` };
   });
+  // The shared table has no key: a redelivered frame is recognised by the rows it holds in the batch's
+  // frame_seq range (read once, through its BRIN), under the dataset's row lock like every write.
+  const seen = shared !== undefined && onConflict
+    ? sql`seen as materialized (select msgid, frame_seq from ${sql.table(shared)} where frame_seq between ${first}::int8 and ${last}::int8),`
+    : sql``;
   const counted = onConflict ? sql.join(inserts.map((x) => sql`(select count(*) from ${x.name})`), sql` + `) : sql`${frames}`;
   return sql<{ frames: number; ok: boolean }>`
     with v as (update narrow_datasets set version = version + 1, max_frame_seq = greatest(max_frame_seq, ${last}::int8)
                where dataset_id = ${target.datasetId}::uuid ${guardVersion === null ? sql`` : sql`and version = ${guardVersion}::int8`} returning 1),
+    ${seen}
     ${sql.join(inserts.map((x) => x.cte))},
     s as (${upsertSessions(target.datasetId, changed, guard)})
     select (${counted})::float8 as frames, exists (select 1 from v) as ok`;
@@ -397,9 +472,11 @@ export function insertGroup(
   sessionOf: ArrayLike<number>,
   onConflict: boolean,
   guard?: RawBuilder<unknown>,
+  shared?: SharedInto,
 ): RawBuilder<unknown> {
   const table = into.table;
   const tail = sql`${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
+  if (shared && target.binary) return sharedInsert(shared, { table, columns: group.layout.columns }, binaryRows(into, batch, group, sessionOf), onConflict, guard);
   if (target.binary) {
     // One array of the table's row type: PostgreSQL sets up one unnest per table instead of one per
     // column, which halved the statement's time (docs/PERFORMANCE.md).
@@ -414,6 +491,12 @@ export function insertGroup(
   const fieldParams = columns.map((c, i) => sql`${column(c.type, group.column(i))}::${sql.raw(SQL_TYPE[c.type])}[]`);
   const aliases = columns.map((_, i) => `c${i}`);
   const names = columns.map((c) => quoteIdent(c.column)).join(', ');
+  if (shared) {
+    const rows = sql`rows from (unnest(${a.int8(seq)}::int8[]), unnest(${times.param}), unnest(${receivedTimes.param}), unnest(${column('int8', boot)}::int8[]),
+                    unnest(${a.int4(session)}::int4[]), unnest(${`{${source.join(',')}}`}::"char"[]), ${sql.join(fieldParams.map((p) => sql`unnest(${p})`))})
+      with ordinality as ${sql.raw(`u(frame_seq, t, rcv, boot_us, boot_session, time_source, ${aliases.join(', ')}, ordinality)`)}`;
+    return sharedInsertFrom(shared, rows, sql`${times.value}, ${receivedTimes.value}`, aliases, onConflict, guard);
+  }
   return sql`
     insert into ${sql.table(table)} (frame_seq, time, received_at, boot_us, boot_session, time_source, ${sql.raw(names)})
     select u.seq, ${times.value}, ${receivedTimes.value}, u.boot, u.sess, u.src, ${sql.raw(aliases.map((x) => `u.${x}`).join(', '))}
@@ -471,3 +554,42 @@ function upsertSessions(datasetId: string, sessions: readonly BootSession[], gua
       last_received_us = excluded.last_received_us`;
 }
 
+
+/** Where a message's rows go while its dataset's shared table takes frames (message-tables.ts). */
+interface SharedInto {
+  table: string;
+  /** The shared-table slot of each of the message's columns. */
+  slots: readonly string[];
+  msgid: number;
+}
+
+/** A message's rows (one binary array of its table's row type) into the shared table. */
+function sharedInsert(to: SharedInto, rowsOf: Pick<MessageTable, 'table' | 'columns'>, rows: unknown, onConflict: boolean, guard: RawBuilder<unknown> | undefined): RawBuilder<unknown> {
+  const from = sql`unnest(${rows}::${sql.table(rowsOf.table)}[]) with ordinality as u`;
+  return sharedInsertFrom(to, from, sql`u.time, u.received_at`, rowsOf.columns.map((c) => quoteIdent(c.column)), onConflict, guard);
+}
+
+/**
+ * The insert into the shared table from `from` (rows `u` with the clock columns, the message's columns
+ * named `fields`, and their `ordinality`). With conflicts possible, a frame the table holds already
+ * (`seen`, the statement's read of its frame_seq range) is dropped, and of a frame_seq the batch holds
+ * twice the first is kept: what `on conflict do nothing` does on a keyed table.
+ */
+function sharedInsertFrom(
+  to: SharedInto,
+  from: RawBuilder<unknown>,
+  times: RawBuilder<unknown>,
+  fields: readonly string[],
+  onConflict: boolean,
+  guard: RawBuilder<unknown> | undefined,
+): RawBuilder<unknown> {
+  const conditions = [];
+  if (guard) conditions.push(guard);
+  if (onConflict) conditions.push(sql`not exists (select 1 from seen where seen.msgid = ${sql.raw(String(to.msgid))} and seen.frame_seq = u.frame_seq)`);
+  const where = conditions.length > 0 ? sql`where ${sql.join(conditions, sql` and `)}` : sql``;
+  const targets = to.slots.map((s) => `, ${s}`).join('');
+  const values = fields.map((f) => `, u.${f}`).join('');
+  return sql`insert into ${sql.table(to.table)} (frame_seq, time, received_at, boot_us, boot_session, time_source, msgid${sql.raw(targets)})
+    select ${onConflict ? sql`distinct on (u.frame_seq)` : sql``} u.frame_seq, ${times}, u.boot_us, u.boot_session, u.time_source, ${sql.raw(String(to.msgid))}${sql.raw(values)}
+    from ${from} ${where} ${onConflict ? sql`order by u.frame_seq, u.ordinality` : sql``}`;
+}

@@ -9,7 +9,7 @@ import { m4FromColumns, type M4, type M4Columns } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
-import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type SignalColumn } from './message-tables.ts';
+import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type SignalColumn, messageRelationSql } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 import { signalInfo } from './signal-info.ts';
 
@@ -106,7 +106,7 @@ function alignedRows(query: NarrowQuery, source: SignalSource, shifts: readonly 
   if (query.to !== undefined) bounds.push(sql`${aligned} < ${query.to}::float8`);
   return sql`
       select ${aligned} as t, ${sql.raw(numericSql(source.column, 's.'))} as v, s.frame_seq as seq
-      from ${sql.table(source.table)} s left join ${shiftTable} on o.session = s.boot_session
+      from ${messageRelationSql(source.table)} s left join ${shiftTable} on o.session = s.boot_session
       where ${sql.raw(`s.${quoteIdent(source.column.column)}`)} is not null
         ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}`;
 }
@@ -163,7 +163,7 @@ export async function messageTableTail(
   const order = afterSeq === undefined ? sql`order by s.frame_seq desc limit 1` : sql`order by s.frame_seq limit ${limit}::int4`;
   const result = await sql<TailRow>`
     select s.frame_seq::text as seq, ${ALIGNED_SQL} as t, ${values} as v
-    from ${sql.table(table)} s left join ${shiftTableSql(shifts)} on o.session = s.boot_session
+    from ${messageRelationSql(table)} s left join ${shiftTableSql(shifts)} on o.session = s.boot_session
     ${where} ${order}`.execute(db);
   return result.rows;
 }

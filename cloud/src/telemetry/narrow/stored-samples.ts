@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { loadMessageTables, quoteIdent, SOURCE_NAME_SQL, type SignalColumn } from './message-tables.ts';
+import { loadMessageTables, quoteIdent, SOURCE_NAME_SQL, type SignalColumn, messageRelationSql } from './message-tables.ts';
 
 /** One stored sample of a narrow dataset, as a client-visible rule sees it (spec: "Narrow storage"). */
 export interface StoredSample {
@@ -56,7 +56,7 @@ export async function readStoredSamples(db: Executor, datasetId: string): Promis
              ${sql.raw(SOURCE_NAME_SQL.replace('time_source', 'm.time_source'))} as "timeSource", m.boot_us::float8 as "bootUs",
              m.boot_session as "bootSession", round(date_part('epoch', m.received_at) * 1000000)::float8 as "receivedUs",
              ${sql.raw(jsonArray(columns.map(valueSql)))} as v
-      from ${sql.table(t.table)} m`.execute(db);
+      from ${messageRelationSql(t.table)} m`.execute(db);
     for (const row of result.rows) {
       const { v, ...clock } = row;
       columns.forEach((c, i) => {
