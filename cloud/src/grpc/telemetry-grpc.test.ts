@@ -31,7 +31,7 @@ async function register(name: string, channels: Array<{ name: string; dataType: 
     key: org.key,
     body: { experimentId, datasetName: name, channels: channels.map((c) => ({ unit: '', ...c })) },
   });
-  expect(response.status).toBeLessThan(300);
+  expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
   return { datasetId: response.body.datasetId as string, table: wideTableName(response.body.datasetId), channelIds: response.body.channels.map((c: { id: string }) => c.id) as string[] };
 }
 
@@ -401,6 +401,49 @@ describe('Query', () => {
     expect(response.series[1]!.points.length).toBeLessThanOrEqual(1000);
     const one = await client.query({ datasetId: wave.datasetId, channelIds: ['0'], maxPointsPerChannel: 1 }, { headers: headers() });
     expect(one.series[0]!.points.map((p) => p.value)).toEqual([9999]);
+  });
+
+  it('several channels read together answer exactly what each answers alone', async () => {
+    // Three channels over the same rows (one statement aggregates them together, raw rows scanned once),
+    // the third with holes, plus the wave's channels whose extents differ (their own statements).
+    const trio = await register('trio', [
+      { name: 'alpha', dataType: 'double' },
+      { name: 'beta', dataType: 'double' },
+      { name: 'holes', dataType: 'float' },
+    ]);
+    async function* stream(): AsyncGenerator<StreamMessage> {
+      yield { message: { case: 'header', value: { experimentId, datasetId: trio.datasetId } } };
+      for (let from = 0; from < 40_000; from += 4000) {
+        const points: PointInit[] = [];
+        for (let i = from; i < from + 4000; i++) {
+          const ms = 1_000_000 + i * 3; // 333 Hz
+          const timestamp = at(Math.floor(ms / 1000), (ms % 1000) * 1_000_000);
+          points.push({ channelId: '0', timestamp, type: { case: 'double', value: value(i) } });
+          points.push({ channelId: '1', timestamp, type: { case: 'double', value: -value(i * 7) } });
+          if (i % 5 !== 0) points.push({ channelId: '2', timestamp, type: { case: 'float', value: Math.fround(value(i + 11) / 3) } });
+        }
+        yield { message: { case: 'batch', value: { points } } };
+      }
+    }
+    await client.streamSubmit(stream(), { headers: headers() });
+    const base = (T0 + 1000) * 1e6;
+    const ts = (us: number) => ({ seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 });
+    const ranges: Array<[number | undefined, number | undefined]> = [
+      [undefined, undefined],
+      [base + 7_654_321, base + 101_234_567], // rollups in the middle, raw rows at the edges
+      [base + 3_000_017, base + 3_400_000], // raw rows only
+    ];
+    for (const [from, to] of ranges) {
+      const range = { from: from === undefined ? undefined : ts(from), to: to === undefined ? undefined : ts(to), maxPointsPerChannel: 400 };
+      const together = await client.query({ datasetId: trio.datasetId, channelIds: ['2', '0', '1', '0'], ...range }, { headers: headers() });
+      const alone = await Promise.all(['2', '0', '1', '0'].map((id) => client.query({ datasetId: trio.datasetId, channelIds: [id], ...range }, { headers: headers() })));
+      expect(together.series).toEqual(alone.map((r) => r.series[0]));
+      expect(together.series[0]!.rawPoints).toBeLessThan(together.series[1]!.rawPoints);
+      expect(together.series[1]!.points.length).toBeGreaterThan(100);
+    }
+    const mixed = await client.query({ datasetId: wave.datasetId, channelIds: ['0', '1'], maxPointsPerChannel: 300 }, { headers: headers() });
+    const mixedAlone = await Promise.all(['0', '1'].map((id) => client.query({ datasetId: wave.datasetId, channelIds: [id], maxPointsPerChannel: 300 }, { headers: headers() })));
+    expect(mixed.series).toEqual(mixedAlone.map((r) => r.series[0]));
   });
 
   it('an empty range answers no points and zero counts', async () => {

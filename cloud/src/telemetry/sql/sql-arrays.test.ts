@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { arrayLiteral, binaryArrays, float8Text, quotedBytea, quotedText, textArrays } from './sql-arrays.ts';
+import { arrayLiteral, binaryArrays, float8ArrayFromBinary, float8Text, quotedBytea, quotedText, textArrays } from './sql-arrays.ts';
 
 describe('array literals', () => {
   it('formats doubles exactly, keeping -0, NaN and the infinities', () => {
@@ -29,5 +29,37 @@ describe('binary arrays', () => {
     expect(values.map((_, i) => Number(buf.readBigInt64BE(24 + i * 12)))).toEqual(values);
     const int4 = binaryArrays.int4([7, -7]) as Buffer;
     expect([int4.readInt32BE(8), int4.readInt32BE(24), int4.readInt32BE(32)]).toEqual([23, 7, -7]);
+  });
+});
+
+describe('reading binary float8 arrays', () => {
+  it('reads back what the writer wrote, bit-exact, NULL as NaN', () => {
+    const values = [1.5, -0, NaN, Infinity, -Infinity, 5e-324, 1_796_342_400_000_000];
+    const present = new Uint8Array([1, 1, 1, 1, 1, 1, 0]);
+    const read = float8ArrayFromBinary(binaryArrays.float8(values, present) as Buffer);
+    expect(Object.is(read[1], -0)).toBe(true);
+    expect([...read]).toEqual([1.5, -0, NaN, Infinity, -Infinity, 5e-324, NaN]);
+  });
+
+  it('reads a two-dimensional array row by row, and an empty one', () => {
+    const buf = Buffer.alloc(12 + 16 + 6 * 12);
+    buf.writeInt32BE(2, 0);
+    buf.writeInt32BE(701, 8);
+    buf.writeInt32BE(2, 12); // rows
+    buf.writeInt32BE(1, 16);
+    buf.writeInt32BE(3, 20); // columns
+    buf.writeInt32BE(1, 24);
+    for (let i = 0; i < 6; i++) {
+      buf.writeInt32BE(8, 28 + i * 12);
+      buf.writeDoubleBE(i * 10, 32 + i * 12);
+    }
+    expect([...float8ArrayFromBinary(buf)]).toEqual([0, 10, 20, 30, 40, 50]);
+    const empty = Buffer.alloc(12);
+    empty.writeInt32BE(701, 8);
+    expect(float8ArrayFromBinary(empty).length).toBe(0);
+  });
+
+  it('refuses an array of another type rather than misreading it', () => {
+    expect(() => float8ArrayFromBinary(binaryArrays.int8([1]) as Buffer)).toThrow(/float8/);
   });
 });

@@ -137,3 +137,31 @@ export const binaryArrays: ArrayEncoder = {
     return buf;
   },
 };
+
+/**
+ * The elements of a float8 array in PostgreSQL's binary format (what `array_send` returns), of any
+ * number of dimensions, in row-major order; a NULL element reads as NaN. Reading a packed answer this
+ * way costs a pass over its bytes instead of parsing one text per value.
+ */
+export function float8ArrayFromBinary(bytes: Uint8Array): Float64Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.byteLength < 12) throw new RangeError(`a binary array is at least 12 bytes, got ${bytes.byteLength}`);
+  const ndim = view.getInt32(0);
+  const oid = view.getInt32(8);
+  if (oid !== OID.float8) throw new RangeError(`expected a float8 array (oid ${OID.float8}), got oid ${oid}`);
+  let length = ndim === 0 ? 0 : 1;
+  for (let d = 0; d < ndim; d++) length *= view.getInt32(12 + d * 8);
+  const out = new Float64Array(length);
+  let pos = 12 + ndim * 8;
+  for (let i = 0; i < length; i++) {
+    const size = view.getInt32(pos);
+    if (size === -1) {
+      out[i] = NaN;
+      pos += 4;
+    } else {
+      out[i] = view.getFloat64(pos + 4);
+      pos += 4 + size;
+    }
+  }
+  return out;
+}

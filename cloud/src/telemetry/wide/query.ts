@@ -2,13 +2,13 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import type { Sample } from '../series/lttb.ts';
-import { m4FromColumns, mergeM4, type M4, type M4Columns } from '../series/m4.ts';
+import { mergeM4, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
+import { float8ArrayFromBinary, numberArrayLiteral } from '../sql/sql-arrays.ts';
 import type { WideColumnInfo } from './wide-batch.ts';
 
 export interface WideQuery {
@@ -43,85 +43,154 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
   });
 }
 
-/** Per channel, at most `maxPoints` samples keeping the chart's shape, and the exact raw count. */
+/**
+ * Per channel, at most `maxPoints` samples keeping the chart's shape, and the exact raw count.
+ *
+ * Channels are read together, not one statement each: one statement finds every channel's extent, and
+ * channels whose extents give the same plan (the usual case: a wide dataset's channels share its rows)
+ * are aggregated by one statement per plan. Raw rows are scanned once for all of them; rollup rows,
+ * which are per channel, are split across at most READS_PER_QUERY statements so that both cores work
+ * without a many-channel Query taking the pool. Each statement answers one row per channel with its
+ * buckets packed as a binary float8 array (see `m4Statement`).
+ */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[]): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
     throw new ServiceError('invalid_request', '`from` is after `to`');
   }
-  return mapLimit(columns, READS_PER_QUERY, async (column, i) => {
-    const { samples, rawPoints } = await querySeries(db, query, column);
-    return { channelId: query.channelIds[i]!, samples, rawPoints };
+  const extents = await channelExtents(db, query.datasetId, columns);
+  const maxBuckets = bucketsForBudget(query.maxPoints);
+  const groups = new Map<string, { plan: QueryPlan; columns: WideColumnInfo[] }>();
+  for (const column of new Map(columns.map((c) => [c.index, c])).values()) {
+    const extent = extents.get(column.index);
+    if (!extent) continue;
+    const start = Math.max(query.from ?? -Infinity, extent.first);
+    const end = Math.min(query.to ?? Infinity, extent.last + 1);
+    if (!(end > start)) continue;
+    const plan = planQuery(start, end, maxBuckets, extent.count / (extent.last - extent.first + 1));
+    const key = JSON.stringify(plan);
+    const group = groups.get(key);
+    if (group) group.columns.push(column);
+    else groups.set(key, { plan, columns: [column] });
+  }
+  const reads = [...groups.values()].flatMap(({ plan, columns }) =>
+    splitEvenly(columns, plan.blocks.length > 0 ? READS_PER_QUERY : 1).map((part) => ({ plan, columns: part })),
+  );
+  const buckets = new Map<number, M4[]>();
+  await mapLimit(reads, READS_PER_QUERY, async ({ plan, columns }) => {
+    for (const [channel, m4s] of await m4Buckets(db, query, columns, plan)) buckets.set(channel, m4s);
+  });
+  return columns.map((column, i) => {
+    const m4s = buckets.get(column.index) ?? [];
+    return { channelId: query.channelIds[i]!, samples: samplesFromBuckets(m4s, query.maxPoints), rawPoints: m4s.reduce((n, b) => n + b.count, 0) };
   });
 }
 
-async function querySeries(db: Executor, query: WideQuery, column: WideColumnInfo): Promise<{ samples: Sample[]; rawPoints: number }> {
-  const coarsest = ROLLUP_WIDTHS_MS[ROLLUP_WIDTHS_MS.length - 1]!;
-  // The channel's extent from the coarsest rollups (one row per day of data): narrows unbounded or
-  // oversized ranges to where samples are, so the buckets are spent on data.
-  const extent = await sql<{ first: number | null; last: number | null; count: number }>`
-    select min(first_time)::float8 as first, max(last_time)::float8 as last, coalesce(sum(count), 0)::float8 as count from telemetry_rollups
-    where dataset_id = ${query.datasetId}::uuid and channel = ${column.index}::int4 and width_ms = ${coarsest}::int4
-  `.execute(db);
-  const { first, last, count } = extent.rows[0] ?? { first: null, last: null, count: 0 };
-  if (first === null || last === null) return { samples: [], rawPoints: 0 };
-  const start = Math.max(query.from ?? -Infinity, first);
-  const end = Math.min(query.to ?? Infinity, last + 1);
-  if (!(end > start)) return { samples: [], rawPoints: 0 };
-
-  const maxBuckets = bucketsForBudget(query.maxPoints);
-  const plan = planQuery(start, end, maxBuckets, count / (last - first + 1));
-  const buckets = await m4Buckets(db, query, column, plan);
-  const rawPoints = buckets.reduce((n, b) => n + b.count, 0);
-  return { samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints };
-}
-
-interface M4Row extends M4Columns {
-  qb: number;
+/** `items` in at most `parts` runs of near-equal length, order kept. */
+function splitEvenly<T>(items: readonly T[], parts: number): T[][] {
+  const n = Math.min(parts, items.length);
+  return Array.from({ length: n }, (_, k) => items.slice(Math.floor((k * items.length) / n), Math.floor(((k + 1) * items.length) / n)));
 }
 
 /**
- * M4 per query bucket in SQL, from rollup rows and raw rows (one statement), merged per bucket here.
- * Arrays compare element by element in float8 order, so min(array[value, time]) is the minimum with
- * the earliest time among ties; max(array[value, -time]) likewise for the maximum.
+ * Each channel's extent from the coarsest rollups (one row per day of data), in one statement: narrows
+ * unbounded or oversized ranges to where samples are, so the buckets are spent on data. A channel
+ * without samples has no entry.
  */
-async function m4Buckets(db: Executor, query: WideQuery, column: WideColumnInfo, plan: QueryPlan): Promise<M4[]> {
+async function channelExtents(db: Executor, datasetId: string, columns: readonly WideColumnInfo[]): Promise<Map<number, { first: number; last: number; count: number }>> {
+  const coarsest = ROLLUP_WIDTHS_MS[ROLLUP_WIDTHS_MS.length - 1]!;
+  const result = await sql<{ channel: number; first: number; last: number; count: number }>`
+    select channel, min(first_time)::float8 as first, max(last_time)::float8 as last, sum(count)::float8 as count from telemetry_rollups
+    where dataset_id = ${datasetId}::uuid and channel = any(${numberArrayLiteral(columns.map((c) => c.index))}::int4[]) and width_ms = ${coarsest}::int4
+    group by channel
+  `.execute(db);
+  return new Map(result.rows.map((r) => [r.channel, r]));
+}
+
+/** Values per bucket in the packed answer: qb, n, min (value, time), max (value, time), first (time, value), last (time, value). */
+const M4_WIDTH = 10;
+
+/**
+ * M4 per query bucket of each channel in SQL, from rollup rows and raw rows (one statement), merged per
+ * bucket here. Arrays compare element by element in float8 order, so min(array[value, time]) is the
+ * minimum with the earliest time among ties; max(array[value, -time]) likewise for the maximum.
+ *
+ * Each part groups the output of a subquery behind `offset 0`. Without that fence the planner estimates
+ * one group per row (the bucket expression is built on the unique time column), sorts the rows for a
+ * group aggregate, and a 2 s window of 40,000 rows cost 50 ms instead of 25 ms; behind it, it assumes
+ * few groups and hashes them, which is right: at most the plan's bucket count.
+ *
+ * The answer is one row per channel: its buckets as one two-dimensional float8 array in PostgreSQL's
+ * binary array format (`array_send`). A row per bucket cost the server more than the statement did:
+ * a thousand rows of ten float8 texts per channel to parse, and the garbage of it (8 channels: ~16 ms
+ * of parsing and ~36 ms of collection per Query, docs/PERFORMANCE.md).
+ */
+async function m4Buckets(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, M4[]>> {
   const parts = [];
   if (plan.blocks.length > 0) {
     parts.push(sql`
-      select ((r.bucket - ${plan.origin}::int8) / ${plan.width}::int8)::float8 as qb, sum(r.count)::float8 as n,
+      select r.c, r.qb, sum(r.count)::float8 as n,
              min(array[r.min_value, r.min_time::float8]) as mn, max(array[r.max_value, -r.max_time::float8]) as mx,
              min(array[r.first_time::float8, r.first_value]) as fst, max(array[r.last_time::float8, r.last_value]) as lst
-      from unnest(${`{${plan.blocks.map((b) => b.widthMs).join(',')}}`}::int4[],
-                  ${`{${plan.blocks.map((b) => b.from).join(',')}}`}::int8[],
-                  ${`{${plan.blocks.map((b) => b.to).join(',')}}`}::int8[]) as b(w, lo, hi)
-      join telemetry_rollups as r
-        on r.dataset_id = ${query.datasetId}::uuid and r.channel = ${column.index}::int4
-       and r.width_ms = b.w and r.bucket >= b.lo and r.bucket < b.hi
-      group by 1`);
+      from (
+        select r.channel::float8 as c, ((r.bucket - ${plan.origin}::int8) / ${plan.width}::int8)::float8 as qb, r.*
+        from unnest(${`{${plan.blocks.map((b) => b.widthMs).join(',')}}`}::int4[],
+                    ${`{${plan.blocks.map((b) => b.from).join(',')}}`}::int8[],
+                    ${`{${plan.blocks.map((b) => b.to).join(',')}}`}::int8[]) as b(w, lo, hi)
+        join telemetry_rollups as r
+          on r.dataset_id = ${query.datasetId}::uuid and r.channel = any(${numberArrayLiteral(columns.map((c) => c.index))}::int4[])
+         and r.width_ms = b.w and r.bucket >= b.lo and r.bucket < b.hi
+        offset 0
+      ) as r
+      group by 1, 2`);
   }
   if (plan.raw.length > 0) {
-    const ranges = plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(r.from)} and w.time < ${usToTimestamp(r.to)})`);
+    const ranges = sql.join(
+      plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(r.from)} and w.time < ${usToTimestamp(r.to)})`),
+      sql` or `,
+    );
+    // One scan of the rows for every channel: each row is unpivoted into (channel, value) pairs.
+    const samples =
+      columns.length === 1
+        ? sql`select ${columns[0]!.index}::float8 as c, ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${columns[0]!.name}`, columns[0]!.physicalType)} as v
+              from ${sql.table(query.table)} as w where (${ranges}) and ${sql.ref(`w.${columns[0]!.name}`)} is not null`
+        : sql`select p.c, ${timestampToUs('w.time')} as t, p.v
+              from ${sql.table(query.table)} as w
+              cross join lateral (values ${sql.join(columns.map((c) => sql`(${c.index}::float8, ${columnValueSql(`w.${c.name}`, c.physicalType)})`))}) as p(c, v)
+              where (${ranges}) and p.v is not null`;
     parts.push(sql`
-      select floor((x.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, count(*)::float8 as n,
+      select x.c, x.qb, count(*)::float8 as n,
              min(array[x.v, x.t]) as mn, max(array[x.v, -x.t]) as mx, min(array[x.t, x.v]) as fst, max(array[x.t, x.v]) as lst
-      from (
-        select ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${column.name}`, column.physicalType)} as v
-        from ${sql.table(query.table)} as w
-        where (${sql.join(ranges, sql` or `)}) and ${sql.ref(`w.${column.name}`)} is not null
-      ) as x
-      group by 1`);
+      from (select s.c, floor((s.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, s.t, s.v from (${samples}) as s offset 0) as x
+      group by 1, 2`);
   }
-  // Scalars, not arrays, cross the wire: cheaper to send and to parse.
-  const result = await sql<M4Row>`
-    select qb, n, mn[1] as min_v, mn[2] as min_t, mx[1] as max_v, -mx[2] as max_t,
-           fst[1] as first_t, fst[2] as first_v, lst[1] as last_t, lst[2] as last_v
-    from (${sql.join(parts, sql` union all `)}) as m`.execute(db);
+  const result = await sql<{ c: number; buckets: Uint8Array }>`
+    select c, array_send(array_agg(array[qb, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]])) as buckets
+    from (${sql.join(parts, sql` union all `)}) as m
+    group by c`.execute(db);
+  const out = new Map<number, M4[]>();
+  for (const row of result.rows) out.set(Number(row.c), bucketsFromPacked(float8ArrayFromBinary(row.buckets)));
+  return out;
+}
+
+/** Buckets in time order from the packed rows (`M4_WIDTH` values each), partial aggregates of one bucket merged. */
+function bucketsFromPacked(values: Float64Array): M4[] {
   const byBucket = new Map<number, M4>();
-  for (const row of result.rows) {
-    const m4 = m4FromColumns(row);
-    const known = byBucket.get(row.qb);
+  for (let i = 0; i + M4_WIDTH <= values.length; i += M4_WIDTH) {
+    const m4: M4 = {
+      count: values[i + 1]!,
+      minV: values[i + 2]!,
+      minT: values[i + 3]!,
+      maxV: values[i + 4]!,
+      maxT: values[i + 5]!,
+      firstT: values[i + 6]!,
+      firstV: values[i + 7]!,
+      lastT: values[i + 8]!,
+      lastV: values[i + 9]!,
+    };
+    const qb = values[i]!;
+    const known = byBucket.get(qb);
     if (known) mergeM4(known, m4);
-    else byBucket.set(row.qb, m4);
+    else byBucket.set(qb, m4);
   }
   return [...byBucket.entries()].sort((a, b) => a[0] - b[0]).map(([, m4]) => m4);
 }
