@@ -362,6 +362,8 @@ export interface NarrowDatasetsTable {
   sysid: number;
   max_frame_seq: ColumnType<number, number | undefined, number>;
   version: ColumnType<number, number | undefined, number>;
+  /** True while the dataset's first frames still go to its shared table (docs/decisions/0015). */
+  shared_open: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 /** A boot session of one component of a narrow dataset and what read-time alignment needs; µs. */
