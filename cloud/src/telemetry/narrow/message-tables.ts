@@ -217,7 +217,8 @@ export function createSharedTableSql(table: string): string[] {
   ];
 }
 
-const CLOCK_COLUMNS = 'frame_seq, time, received_at, boot_us, boot_session, time_source';
+/** The clock columns every message table and the shared table begin their rows with, in that order. */
+export const CLOCK_COLUMNS = 'frame_seq, time, received_at, boot_us, boot_session, time_source';
 
 /** The shared table's rows of one message, with its table's columns (names, order and types). */
 function sharedRowsSql(shared: string, msgid: number, columns: readonly SignalColumn[]): string {

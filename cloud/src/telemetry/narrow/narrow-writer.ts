@@ -8,6 +8,7 @@ import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.t
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
 import {
+  CLOCK_COLUMNS,
   createSharedTable,
   ensureMessageTables,
   isLogTable,
@@ -219,8 +220,6 @@ async function drainSharedTable(tx: Executor, datasetId: string, shared: SharedT
   await sql`update narrow_datasets set shared_open = false where dataset_id = ${datasetId}::uuid`.execute(tx);
   return { table: shared.table, open: false };
 }
-
-const CLOCK_COLUMNS = 'frame_seq, time, received_at, boot_us, boot_session, time_source';
 
 function copyTables(tables: ReadonlyMap<number, MessageTable>): Map<number, MessageTable> {
   return new Map([...tables].map(([msgid, t]) => [msgid, { ...t, signals: new Set(t.signals) }]));
@@ -589,7 +588,7 @@ function sharedInsertFrom(
   const where = conditions.length > 0 ? sql`where ${sql.join(conditions, sql` and `)}` : sql``;
   const targets = to.slots.map((s) => `, ${s}`).join('');
   const values = fields.map((f) => `, u.${f}`).join('');
-  return sql`insert into ${sql.table(to.table)} (frame_seq, time, received_at, boot_us, boot_session, time_source, msgid${sql.raw(targets)})
+  return sql`insert into ${sql.table(to.table)} (${sql.raw(CLOCK_COLUMNS)}, msgid${sql.raw(targets)})
     select ${onConflict ? sql`distinct on (u.frame_seq)` : sql``} u.frame_seq, ${times}, u.boot_us, u.boot_session, u.time_source, ${sql.raw(String(to.msgid))}${sql.raw(values)}
     from ${from} ${where} ${onConflict ? sql`order by u.frame_seq, u.ordinality` : sql``}`;
 }

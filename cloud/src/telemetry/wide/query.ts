@@ -51,7 +51,7 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
  * are aggregated by one statement per plan. Raw rows are scanned once for all of them; rollup rows,
  * which are per channel, are split across at most READS_PER_QUERY statements so that both cores work
  * without a many-channel Query taking the pool. Each statement answers one row per channel with its
- * buckets packed as a binary float8 array (see `m4Statement`).
+ * buckets packed as a binary float8 array (see `m4Buckets`).
  */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[]): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
