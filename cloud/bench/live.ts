@@ -497,7 +497,7 @@ async function streamingPhase(
     for (const msgid of new Set(signals.map((s) => signalColumn(s)!.msgid))) {
       const table = tables.get(msgid);
       if (!table) continue;
-      for (const row of await messageTableTail(ctx.handle.db, table.table, [], shifts, '0', 10_000_000)) {
+      for (const row of await messageTableTail(ctx.handle.db, table, [], shifts, '0', 10_000_000)) {
         bySeq.set(Number(row.seq), Math.max(bySeq.get(Number(row.seq)) ?? -Infinity, row.t));
       }
     }

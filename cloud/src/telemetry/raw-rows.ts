@@ -225,7 +225,7 @@ async function openNarrow(db: Executor, dataset: DatasetRow, request: RawRowsReq
   });
   const sources: FrameSource[] = [...byMsgid].map(([msgid, e]) => ({
     msgid,
-    table: e.table,
+    table: e.source,
     select: frameValuesSql(e.columns),
     where: anyValueSql(e.source, e.columns),
     pageRows: tablePageRows(pageValues, e.columns.length),
@@ -315,7 +315,7 @@ export async function openMavlinkMessages(db: Executor, dataset: DatasetRow, req
     );
     channels.push({ msgid, message, namespace, schema: { title: `${namespace}.${message}`, type: 'object', properties } });
     const width = fields.reduce((n, f) => n + f.columns.length, 0);
-    sources.push({ msgid, table: entry.table, select: frameObjectSql(fields), where: anyValueSql(entry.source, chosenColumns), pageRows: tablePageRows(pageValues, width) });
+    sources.push({ msgid, table: entry.source, select: frameObjectSql(fields), where: anyValueSql(entry.source, chosenColumns), pageRows: tablePageRows(pageValues, width) });
   }
   const bound = await sql<{ sysid: number | null }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(db);
   // About a page of values per page of frames (a frame of the SITL capture holds ~8).

@@ -190,11 +190,11 @@ export class DatasetFeed {
       if (cursor === undefined) {
         // First read of a table that existed when it was first followed: start after its last row
         // (subscribers read what came before in their window).
-        const [last] = await messageTableTail(this.#ctx.db, table.table, [], shifts, undefined, 1);
+        const [last] = await messageTableTail(this.#ctx.db, table, [], shifts, undefined, 1);
         this.#seqCursors.set(table.table, last?.seq ?? '0');
         continue;
       }
-      const rows = await messageTableTail(this.#ctx.db, table.table, signals.map((s) => s.column), shifts, cursor, TAIL_LIMIT);
+      const rows = await messageTableTail(this.#ctx.db, table, signals.map((s) => s.column), shifts, cursor, TAIL_LIMIT);
       if (rows.length === TAIL_LIMIT) this.#again = true;
       if (rows.length === 0) continue;
       this.#seqCursors.set(table.table, rows[rows.length - 1]!.seq);

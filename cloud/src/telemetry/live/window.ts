@@ -74,7 +74,7 @@ export async function readWindow(db: Executor, dataset: DatasetRow, channels: re
     const table = tables.get(c.msgid);
     if (!table || !table.signals.has(c.id)) continue;
     stored.add(c.id);
-    if (!lastRowOf.has(c.msgid)) lastRowOf.set(c.msgid, messageTableTail(db, table.table, [], shifts, undefined, 1).then(([row]) => row?.t));
+    if (!lastRowOf.has(c.msgid)) lastRowOf.set(c.msgid, messageTableTail(db, table, [], shifts, undefined, 1).then(([row]) => row?.t));
   }
   for (const t of await Promise.all(lastRowOf.values())) if (t !== undefined && (head === undefined || t > head)) head = t;
   if (head === undefined) return { head: undefined, series: empty() };

@@ -26,7 +26,8 @@ import { loadBootSessions } from './session-store.ts';
 /** One message table to read, with what to select of each row. */
 export interface FrameSource {
   msgid: number;
-  table: string;
+  /** The message's table as loadMessageTables gave it (its rows may be in the shared table too). */
+  table: MessageTable;
   /** SQL over the row alias `m`: the JSON text each frame is read as. */
   select: string;
   /** SQL over `m`: the rows to read (a chosen column holds a value). */

@@ -31,7 +31,7 @@ export async function readHeartbeats(db: Executor, datasetId: string): Promise<S
   const shifts = sessions.map(sessionShift);
   const rows: Array<{ t: number; v: Array<number | null> }> = [];
   for (let after = '0'; ; ) {
-    const page = await messageTableTail(db, table.table, columns, shifts, after, PAGE);
+    const page = await messageTableTail(db, table, columns, shifts, after, PAGE);
     rows.push(...page);
     if (page.length < PAGE) break;
     after = page.at(-1)!.seq;

@@ -228,27 +228,18 @@ function sharedRowsSql(shared: string, msgid: number, columns: readonly SignalCo
   return `select ${CLOCK_COLUMNS}${fields.length ? ', ' : ''}${fields.join(', ')} from ${quoteIdent(shared)} where msgid = ${msgid}`;
 }
 
-/** Datasets (uuid hex) that have a shared table, by the name of that table; filled as datasets' tables are loaded. */
-const SHARED_OF_DATASET = new Map<string, string>();
-
-function datasetHexOf(table: string): string | undefined {
-  return /^narrow_m_([0-9a-f]{32})_\d+$/.exec(table)?.[1];
-}
-
 /**
- * A message's rows as a relation to read from: its table, or, for a dataset with a shared table, its
- * table and its rows there as one (UNION ALL: PostgreSQL pushes conditions and the frame_seq order into
- * both, and the empty one costs nothing). Takes a table name as every reader has it from
- * loadMessageTables, which records which datasets have a shared table.
+ * A message's rows as a relation to read from: its table, or, while the dataset's shared table is open
+ * (a flight still short of SHARED_FRAMES), its table and its rows there as one (UNION ALL: PostgreSQL
+ * pushes conditions and the frame_seq order into both, and the empty one costs nothing). Whether the
+ * shared table is read comes with the table from loadMessageTables; a reader holding tables loaded
+ * before the move reads the emptied shared table too, which answers the same.
  */
-export function messageRelationSql(table: string): RawBuilder<unknown> {
-  const hex = datasetHexOf(table);
-  const shared = hex === undefined ? undefined : SHARED_OF_DATASET.get(hex);
-  const msgid = Number(table.slice(table.lastIndexOf('_') + 1));
-  const own = shared === undefined ? undefined : sharedRowsSql(shared, msgid, messageColumns(msgid).columns);
-  if (!own) return sql.table(table);
-  const columns = messageColumns(msgid).columns.map((c) => quoteIdent(c.column));
-  return sql.raw(`(select ${CLOCK_COLUMNS}${columns.length ? ', ' : ''}${columns.join(', ')} from ${quoteIdent(table)} union all ${own})`);
+export function messageRelationSql(table: Pick<MessageTable, 'msgid' | 'table' | 'columns' | 'sharedTable'>): RawBuilder<unknown> {
+  const own = table.sharedTable === undefined ? '' : sharedRowsSql(table.sharedTable, table.msgid, table.columns);
+  if (!own) return sql.table(table.table);
+  const columns = table.columns.map((c) => quoteIdent(c.column));
+  return sql.raw(`(select ${CLOCK_COLUMNS}${columns.length ? ', ' : ''}${columns.join(', ')} from ${quoteIdent(table.table)} union all ${own})`);
 }
 
 /** time_source as stored ("char"), and as clients see it. */
@@ -266,6 +257,8 @@ export interface MessageTable {
   rowType: number;
   /** Signals the table has stored a value of. */
   signals: Set<string>;
+  /** The dataset's shared table when it was open as the table was loaded: some of the message's rows may be there. */
+  sharedTable?: string;
 }
 
 /** A dataset's shared table, as the writer needs it: its name, and whether it still takes frames. */
@@ -274,14 +267,18 @@ export interface SharedTable {
   open: boolean;
 }
 
-/** A dataset's message tables, by message id (or log table key). */
+/**
+ * A dataset's message tables, by message id (or log table key). Each names the dataset's shared table
+ * while that is open (`sharedTable`), so readers read the message's rows wherever they are
+ * (messageRelationSql).
+ */
 export async function loadMessageTables(db: Executor, datasetId: string): Promise<Map<number, MessageTable>> {
-  const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number; message: string | null; columns: SignalColumn[] | null }>`
-    select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type, t.message, t.columns
+  const result = await sql<{ msgid: number; table_name: string; signals: string[]; row_type: number; message: string | null; columns: SignalColumn[] | null; shared_open: boolean | null }>`
+    select t.msgid, t.table_name, t.signals, c.reltype::int8::float8 as row_type, t.message, t.columns, d.shared_open
     from narrow_message_tables t join pg_class c on c.oid = to_regclass(quote_ident(t.table_name))
+    left join narrow_datasets d on d.dataset_id = t.dataset_id
     where t.dataset_id = ${datasetId}::uuid order by t.msgid`.execute(db);
-  const shared = result.rows.find((r) => r.msgid === SHARED_TABLE_KEY);
-  if (shared) SHARED_OF_DATASET.set(datasetId.replaceAll('-', ''), shared.table_name);
+  const shared = result.rows.find((r) => r.msgid === SHARED_TABLE_KEY && r.shared_open);
   return new Map(
     result.rows.filter((r) => r.msgid !== SHARED_TABLE_KEY).map((r) => [
       r.msgid,
@@ -292,6 +289,7 @@ export async function loadMessageTables(db: Executor, datasetId: string): Promis
         signals: new Set(r.signals),
         message: r.message ?? messageNameOf(r.msgid),
         columns: r.columns ?? messageColumns(r.msgid).columns,
+        ...(shared && { sharedTable: shared.table_name }),
       },
     ]),
   );
@@ -349,7 +347,7 @@ export async function ensureMessageTables(
         values (${datasetId}::uuid, ${msgid}::int4, ${name}, '{}', ${log ? (layout.message ?? null) : null}, ${log ? JSON.stringify(layout.columns) : null}::jsonb)
         on conflict (dataset_id, msgid) do nothing`.execute(db);
       const row = await sql<{ row_type: number }>`select reltype::int8::float8 as row_type from pg_class where oid = to_regclass(${quoteIdent(name)})`.execute(db);
-      table = { msgid, table: name, rowType: row.rows[0]!.row_type, signals: new Set(), message: layout.message ?? messageNameOf(msgid), columns: layout.columns };
+      table = { msgid, table: name, rowType: row.rows[0]!.row_type, signals: new Set(), message: layout.message ?? messageNameOf(msgid), columns: layout.columns, ...(shared?.open && { sharedTable: shared.table }) };
       known.set(msgid, table);
     }
     const added = [...signals].filter((s) => !table.signals.has(s));
@@ -370,6 +368,5 @@ export async function createSharedTable(db: Executor, datasetId: string): Promis
   for (const statement of createSharedTableSql(table)) await sql.raw(statement).execute(db);
   await sql`insert into narrow_message_tables (dataset_id, msgid, table_name, signals) values (${datasetId}::uuid, ${SHARED_TABLE_KEY}::int4, ${table}, '{}')
     on conflict (dataset_id, msgid) do nothing`.execute(db);
-  SHARED_OF_DATASET.set(datasetId.replaceAll('-', ''), table);
   return { table, open: true };
 }

@@ -59,7 +59,7 @@ async function stored(datasetId: string) {
 async function messageRows(datasetId: string): Promise<number> {
   let n = 0;
   for (const table of (await loadMessageTables(t.service.ctx.db, datasetId)).values()) {
-    const result = await sql<{ n: number }>`select count(*)::int as n from ${messageRelationSql(table.table)} m`.execute(t.service.ctx.db);
+    const result = await sql<{ n: number }>`select count(*)::int as n from ${messageRelationSql(table)} m`.execute(t.service.ctx.db);
     n += result.rows[0]!.n;
   }
   return n;

@@ -27,7 +27,7 @@ export async function readParameterValues(db: Executor, datasetId: string): Prom
     sql<{ name: string; value: number; t: number; src: string; session: number }>`
       select ${sql.raw(quoteIdent(id.column.column))} as name, ${sql.raw(quoteIdent(value.column.column))}::float8 as value,
              round(date_part('epoch', time) * 1000000)::float8 as t, time_source as src, boot_session as session
-      from ${messageRelationSql(id.table.table)} m order by frame_seq`.execute(db),
+      from ${messageRelationSql(id.table)} m order by frame_seq`.execute(db),
     loadBootSessions(db, datasetId),
   ]);
   const shifts = new Map(sessions.map((s) => [s.session, sessionShift(s)]));

@@ -9,7 +9,7 @@ import { m4FromColumns, type M4, type M4Columns } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
-import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type SignalColumn, messageRelationSql } from './message-tables.ts';
+import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
 import { loadBootSessions } from './session-store.ts';
 import { signalInfo } from './signal-info.ts';
 
@@ -66,7 +66,7 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
       throw notFound(`channel_ids[${i}]: signal ${name} is not in this dataset (${why}); GET /api/datasets/channels lists its signals`);
     }
     if (!holdsNumber(at.column)) throw new ServiceError('invalid_request', `channel_ids[${i}]: ${name} holds text; Query reads numeric signals only`);
-    return { table: at.table.table, column: at.column };
+    return { table: at.table, column: at.column };
   });
   const shifts = sessions.map(sessionShift);
   return mapLimit(names, READS_PER_QUERY, async (name, i) => {
@@ -82,7 +82,7 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
 
 /** Where one signal's values are: its message's table of the dataset and its column. */
 interface SignalSource {
-  table: string;
+  table: MessageTable;
   column: SignalColumn;
 }
 
@@ -152,7 +152,7 @@ export interface TailRow {
  */
 export async function messageTableTail(
   db: Executor,
-  table: string,
+  table: MessageTable,
   columns: readonly SignalColumn[],
   shifts: readonly SessionShift[],
   afterSeq: string | undefined,

@@ -17,7 +17,7 @@ const SOURCE = TIME_SOURCE_OF_CODE;
 export async function narrowSpan(db: Executor, datasetId: string): Promise<{ first: number; last: number } | undefined> {
   const [tables, sessions] = await Promise.all([loadMessageTables(db, datasetId), loadBootSessions(db, datasetId)]);
   if (tables.size === 0) return undefined;
-  const perTable = [...tables.values()].map((t) => sql`select boot_session, time_source, min(time) as lo, max(time) as hi from ${messageRelationSql(t.table)} m group by 1, 2`);
+  const perTable = [...tables.values()].map((t) => sql`select boot_session, time_source, min(time) as lo, max(time) as hi from ${messageRelationSql(t)} m group by 1, 2`);
   // Raw µs as Query computes them (narrow/query.ts ALIGNED_SQL), so a span's ends are samples' times exactly.
   const result = await sql<{ session: number; source: string; lo: number; hi: number }>`
     select boot_session as session, time_source::text as source,

@@ -7,7 +7,7 @@ import { startTestService, type TestOrg, type TestService } from '../../testing/
 import { decodeFrame } from './decode.ts';
 import { fixtureFrames, framePoint, type PointInit } from './fixture-frames.ts';
 import { replayFrames } from './long-flight.ts';
-import { loadMessageTables, messageColumns, messageRelationSql, SHARED_FRAMES, sharedSlots, sharedTableName } from './message-tables.ts';
+import { loadMessageTables, messageColumns, messageRelationSql, SHARED_FRAMES, sharedSlots, sharedTableName, type MessageTable } from './message-tables.ts';
 import { narrowStorage } from './storage-size.ts';
 import { readStoredSamples } from './stored-samples.ts';
 
@@ -73,6 +73,10 @@ describe('a flight that grows long moves its rows into its message tables', () =
     const fitting = frames.slice(0, 20_000).filter((f) => sharedSlots(f.frame.msgid, messageColumns(f.frame.msgid).columns)).length;
     expect(fitting).toBeGreaterThan(19_990);
     expect(await sharedRows()).toBe(fitting);
+    // While the shared table is open, readers are told to read it with each message table.
+    const before = [...(await loadMessageTables(db, datasetId)).values()];
+    expect(before.filter((x) => x.sharedTable === sharedTableName(datasetId)).length).toBe(before.length);
+    expect(await countRows(before)).toBe(20_000);
     // Redelivered into the shared table (no key there): dropped all the same, a repeat within the batch too.
     expect(await stream(datasetId, [...points.slice(2_000, 2_500), points[2_100]!])).toEqual({ written: 0, duplicates: 501 });
     expect(await stream(datasetId, points.slice(20_000))).toEqual({ written: points.length - 20_000, duplicates: 0 });
@@ -83,13 +87,23 @@ describe('a flight that grows long moves its rows into its message tables', () =
     const tables = [...(await loadMessageTables(db, datasetId)).values()];
     const keyed = await sql<{ n: number }>`select count(*)::int as n from pg_index where indisprimary and indrelid = any(${tables.map((x) => x.table)}::regclass[])`.execute(db);
     expect(keyed.rows[0]!.n).toBe(tables.length);
-    let rows = 0;
-    for (const table of tables) rows += (await sql<{ n: number }>`select count(*)::int as n from ${messageRelationSql(table.table)} m`.execute(db)).rows[0]!.n;
-    expect(rows).toBe(points.length);
+    // After the move, readers read the message tables alone; one still holding the tables it loaded
+    // before the move reads the emptied shared table as well and counts the same.
+    expect(tables.filter((x) => x.sharedTable !== undefined)).toEqual([]);
+    expect(await countRows(tables)).toBe(points.length);
+    const msgidsBefore = new Set(before.map((x) => x.msgid));
+    expect(await countRows(before)).toBe(await countRows(tables.filter((x) => msgidsBefore.has(x.msgid))));
     const expected = flight.reduce((n, f, i) => n + decodeFrame(fixtureFramesByIndex(i)).length, 0);
     expect((await readStoredSamples(db, datasetId)).length).toBe(expected);
   }, 120_000);
 });
+
+/** Rows of the given message tables, each read as readers read it (messageRelationSql). */
+async function countRows(tables: readonly MessageTable[]): Promise<number> {
+  let rows = 0;
+  for (const table of tables) rows += (await sql<{ n: number }>`select count(*)::int as n from ${messageRelationSql(table)} m`.execute(t.service.ctx.db)).rows[0]!.n;
+  return rows;
+}
 
 /** The capture frame a flight position replays (each replay decodes to as many samples as the frame it moves). */
 function fixtureFramesByIndex(i: number) {

@@ -56,7 +56,7 @@ export async function readStoredSamples(db: Executor, datasetId: string): Promis
              ${sql.raw(SOURCE_NAME_SQL.replace('time_source', 'm.time_source'))} as "timeSource", m.boot_us::float8 as "bootUs",
              m.boot_session as "bootSession", round(date_part('epoch', m.received_at) * 1000000)::float8 as "receivedUs",
              ${sql.raw(jsonArray(columns.map(valueSql)))} as v
-      from ${messageRelationSql(t.table)} m`.execute(db);
+      from ${messageRelationSql(t)} m`.execute(db);
     for (const row of result.rows) {
       const { v, ...clock } = row;
       columns.forEach((c, i) => {

@@ -44,7 +44,7 @@ export async function narrowSummary(db: Executor, datasetId: string): Promise<Na
 
 async function frameCount(db: Executor, tables: readonly MessageTable[]): Promise<number> {
   if (tables.length === 0) return 0;
-  const counts = tables.map((t) => sql`select count(*) as n from ${messageRelationSql(t.table)} m`);
+  const counts = tables.map((t) => sql`select count(*) as n from ${messageRelationSql(t)} m`);
   const result = await sql<{ n: number }>`select coalesce(sum(n), 0)::float8 as n from (${sql.join(counts, sql` union all `)}) c`.execute(db);
   return result.rows[0]!.n;
 }
@@ -61,7 +61,7 @@ async function autopilotOf(db: Executor, tables: readonly MessageTable[]): Promi
   const autopilot = sql.ref(signalColumn('mavlink.HEARTBEAT.autopilot')!.column.column);
   const result = await sql<{ type: number; autopilot: number; n: number }>`
     select ${type}::int4 as type, ${autopilot}::int4 as autopilot, count(*)::float8 as n
-    from ${messageRelationSql(table.table)} m group by 1, 2 order by 3 desc`.execute(db);
+    from ${messageRelationSql(table)} m group by 1, 2 order by 3 desc`.execute(db);
   const found = result.rows.find((r) => r.type !== null && r.autopilot !== null && isAutopilotHeartbeat(r.type, r.autopilot));
   return found && { type: found.type, autopilot: found.autopilot };
 }
