@@ -143,6 +143,11 @@ describe('telemetry', () => {
     const answer = await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'] });
     expect(answer.series[0]!.points.map((p) => p.value)).toEqual([100, 101, 102]);
     expect(answer.totalRawPoints).toBe(3);
+    expect(answer.series[0]!.timesUs).toBeUndefined();
+    // As columns: the same samples as two arrays, and no points.
+    const columns = await client.telemetry.query({ experimentId, datasetId, channelIds: ['0'], columns: true });
+    const t0 = Date.parse('2026-01-01T00:00:00Z') * 1000;
+    expect(columns.series[0]).toEqual({ channelId: '0', points: [], rawPoints: 3, timesUs: [t0, t0 + 1e6, t0 + 2e6], values: [100, 101, 102] });
 
     const error = (await client.telemetry.query({ experimentId, datasetId: '00000000-0000-4000-8000-000000000000', channelIds: ['0'] }, { requestId: 'rpc-404' }).catch((e: unknown) => e)) as SortieApiError;
     expect(error).toBeInstanceOf(SortieApiError);

@@ -446,6 +446,24 @@ describe('Query', () => {
     expect(mixed.series).toEqual(mixedAlone.map((r) => r.series[0]));
   });
 
+  it('columns answer the same samples as points, as two arrays', async () => {
+    const pointsUs = (s: { points: Array<{ timestamp?: { seconds: bigint; nanos: number }; value: number }> }) =>
+      s.points.map((p) => Number(p.timestamp!.seconds) * 1e6 + p.timestamp!.nanos / 1000);
+    // The whole range, rollups in the middle with raw rows at the edges, and raw rows only.
+    const ranges = [{}, { from: at(1012, 123_457_000), to: at(1190, 3_000_000) }, { from: at(1012, 123_457_000), to: at(1012, 923_457_000) }];
+    for (const range of ranges) {
+      const request = { datasetId: wave.datasetId, channelIds: ['0', '1', '0'], maxPointsPerChannel: 300, ...range };
+      const points = await client.query(request, { headers: headers() });
+      const columns = await client.query({ ...request, columns: true }, { headers: headers() });
+      expect(columns.totalRawPoints).toBe(points.totalRawPoints);
+      expect(columns.series.map((s) => ({ channelId: s.channelId, rawPoints: s.rawPoints, points: s.points.length, timesUs: s.timesUs, values: s.values }))).toEqual(
+        points.series.map((s) => ({ channelId: s.channelId, rawPoints: s.rawPoints, points: 0, timesUs: pointsUs(s), values: s.points.map((p) => p.value) })),
+      );
+      expect(points.series.every((s) => s.timesUs.length === 0 && s.values.length === 0)).toBe(true);
+      expect(columns.series[0]!.timesUs.length).toBeGreaterThan(200);
+    }
+  });
+
   it('an empty range answers no points and zero counts', async () => {
     const response = await client.query({ datasetId: wave.datasetId, channelIds: ['0'], from: at(0), to: at(1) }, { headers: headers() });
     expect(response.series[0]).toMatchObject({ channelId: '0', points: [], rawPoints: 0n });

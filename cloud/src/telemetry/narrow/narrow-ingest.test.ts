@@ -173,6 +173,10 @@ describe('Query', () => {
     expect(times[0]).toBe(frameTime(first.frame)!.timeBootMs! * 1000 + offset);
     expect(series.points[0]!.value).toBe(decodeFrame(first.frame).find((s) => s.signal === 'mavlink.ATTITUDE.roll')!.value);
     expect(times).toEqual([...times].sort((a, b) => a - b));
+
+    // As columns: the same samples, times in µs and values as two arrays.
+    const columns = await client.query({ experimentId, datasetId, channelIds: ['mavlink.ATTITUDE.roll'], maxPointsPerChannel: 200, columns: true }, { headers: headers() });
+    expect(columns.series[0]).toMatchObject({ channelId: 'mavlink.ATTITUDE.roll', rawPoints: series.rawPoints, points: [], timesUs: times, values: series.points.map((p) => p.value) });
   });
 
   it('counts raw points exactly in an aligned range and returns every sample when the budget allows', async () => {
