@@ -54,6 +54,8 @@ export const CONNECT_EXAMPLES: readonly ConnectExample[] = [
             { timestamp: '2026-04-01T12:00:01Z', value: 13 },
           ],
           rawPoints: '2',
+          timesUs: [],
+          values: [],
         },
       ],
       totalRawPoints: '2',

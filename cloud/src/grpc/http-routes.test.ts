@@ -89,7 +89,7 @@ describe('/api/rpc on the HTTP port', () => {
       body: JSON.stringify({ datasetId, channelIds: ['0'], from: '2000-01-01T00:00:00Z', to: '2000-01-02T00:00:00Z' }),
     });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ series: [{ channelId: '0', points: [], rawPoints: '0' }], totalRawPoints: '0' });
+    expect(await response.json()).toEqual({ series: [{ channelId: '0', points: [], rawPoints: '0', timesUs: [], values: [] }], totalRawPoints: '0' });
   });
 
   it('authenticates as the gRPC port does, with the spec code and the request id', async () => {

@@ -21,19 +21,33 @@ export function samplesFromBuckets(buckets: readonly M4[], budget: number): Samp
 
   const points: Sample[] = [];
   const pinned: boolean[] = [];
-  const quad: Array<[number, number, boolean]> = [];
+  // A bucket's four samples (first, min, max, last) in time order, ties in that order: sorted in place
+  // in these slots rather than as four small arrays per bucket (a Query holds thousands of buckets).
+  const qt = new Float64Array(4);
+  const qv = new Float64Array(4);
+  const qp = [false, true, true, false];
   for (const b of buckets) {
-    quad.length = 0;
-    quad.push([b.firstT, b.firstV, false], [b.minT, b.minV, true], [b.maxT, b.maxV, true], [b.lastT, b.lastV, false]);
-    quad.sort((x, y) => x[0] - y[0]);
-    for (const [t, v, pin] of quad) {
+    qt[0] = b.firstT; qv[0] = b.firstV; qp[0] = false;
+    qt[1] = b.minT; qv[1] = b.minV; qp[1] = true;
+    qt[2] = b.maxT; qv[2] = b.maxV; qp[2] = true;
+    qt[3] = b.lastT; qv[3] = b.lastV; qp[3] = false;
+    for (let i = 1; i < 4; i++) {
+      const t = qt[i]!, v = qv[i]!, p = qp[i]!;
+      let j = i - 1;
+      for (; j >= 0 && qt[j]! > t; j--) {
+        qt[j + 1] = qt[j]!; qv[j + 1] = qv[j]!; qp[j + 1] = qp[j]!;
+      }
+      qt[j + 1] = t; qv[j + 1] = v; qp[j + 1] = p;
+    }
+    for (let k = 0; k < 4; k++) {
+      const t = qt[k]!;
       const prev = points.length - 1;
       if (prev >= 0 && points[prev]!.t === t) {
-        pinned[prev] = pinned[prev]! || pin;
+        pinned[prev] = pinned[prev]! || qp[k]!;
         continue;
       }
-      points.push({ t, v });
-      pinned.push(pin);
+      points.push({ t, v: qv[k]! });
+      pinned.push(qp[k]!);
     }
   }
   let pins = pinned.filter(Boolean).length;

@@ -120,7 +120,7 @@ const M4_WIDTH = 10;
  * few groups and hashes them, which is right: at most the plan's bucket count.
  *
  * The answer is one row per channel: its buckets as one two-dimensional float8 array in PostgreSQL's
- * binary array format (`array_send`). A row per bucket cost the server more than the statement did:
+ * binary array format (`array_send`), in bucket order. A row per bucket cost the server more than the statement did:
  * a thousand rows of ten float8 texts per channel to parse, and the garbage of it (8 channels: ~16 ms
  * of parsing and ~36 ms of collection per Query, docs/PERFORMANCE.md).
  */
@@ -164,7 +164,7 @@ async function m4Buckets(db: Executor, query: WideQuery, columns: readonly WideC
       group by 1, 2`);
   }
   const result = await sql<{ c: number; buckets: Uint8Array }>`
-    select c, array_send(array_agg(array[qb, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]])) as buckets
+    select c, array_send(array_agg(array[qb, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]] order by qb)) as buckets
     from (${sql.join(parts, sql` union all `)}) as m
     group by c`.execute(db);
   const out = new Map<number, M4[]>();
@@ -172,9 +172,13 @@ async function m4Buckets(db: Executor, query: WideQuery, columns: readonly WideC
   return out;
 }
 
-/** Buckets in time order from the packed rows (`M4_WIDTH` values each), partial aggregates of one bucket merged. */
+/**
+ * Buckets in time order from the packed rows (`M4_WIDTH` values each, in bucket order: a bucket read
+ * partly from rollups and partly from raw rows has adjacent rows), partial aggregates of one bucket merged.
+ */
 function bucketsFromPacked(values: Float64Array): M4[] {
-  const byBucket = new Map<number, M4>();
+  const out: M4[] = [];
+  let lastQb = Number.NaN;
   for (let i = 0; i + M4_WIDTH <= values.length; i += M4_WIDTH) {
     const m4: M4 = {
       count: values[i + 1]!,
@@ -188,11 +192,11 @@ function bucketsFromPacked(values: Float64Array): M4[] {
       lastV: values[i + 9]!,
     };
     const qb = values[i]!;
-    const known = byBucket.get(qb);
-    if (known) mergeM4(known, m4);
-    else byBucket.set(qb, m4);
+    if (qb === lastQb) mergeM4(out[out.length - 1]!, m4);
+    else out.push(m4);
+    lastQb = qb;
   }
-  return [...byBucket.entries()].sort((a, b) => a[0] - b[0]).map(([, m4]) => m4);
+  return out;
 }
 
 /** Rows of a wide table as live followers read them: time in µs and one value per requested column. */
