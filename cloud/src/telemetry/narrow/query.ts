@@ -5,7 +5,8 @@ import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
-import { m4FromColumns, type M4, type M4Columns } from '../series/m4.ts';
+import { m4sFromPacked, type M4 } from '../series/m4.ts';
+import { float8ArrayFromBinary } from '../sql/sql-arrays.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
@@ -120,19 +121,21 @@ async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource
  * M4 per bucket in SQL over aligned time: raw µs plus the row's session shift (alignment.ts). The
  * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
  * The rows are the message table's rows that hold the signal; the range is tested on aligned time.
- * Each extreme is a (value, time) pair compared as an array, taken apart in SQL (M4Columns).
+ * Each extreme is a (value, time) pair compared as an array; the buckets come back packed, one binary
+ * float8 array in bucket order (series/m4.ts `m4sFromPacked`), not a row of floats per bucket.
  */
 async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4[]> {
   const buckets = bucketsForBudget(query.maxPoints);
-  const result = await sql<M4Columns>`
+  const result = await sql<{ buckets: Uint8Array | null }>`
     with r as materialized (${alignedRows(query, source, shifts)}),
     w as (select min(t) as lo, greatest(1, ceil((max(t) + 1 - min(t)) / ${buckets}::float8)) as width from r),
     b as (select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst,
                  floor((r.t - w.lo) / w.width) as k
           from r, w group by k)
-    select n, mn[1] as min_v, mn[2] as min_t, mx[1] as max_v, -mx[2] as max_t, fst[1] as first_t, fst[2] as first_v, lst[1] as last_t, lst[2] as last_v
-    from b order by k`.execute(db);
-  return result.rows.map(m4FromColumns);
+    select array_send(array_agg(array[k, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]] order by k)) as buckets
+    from b`.execute(db);
+  const packed = result.rows[0]?.buckets;
+  return packed ? m4sFromPacked(float8ArrayFromBinary(packed)) : [];
 }
 
 /** Rows of one message table as live followers read them: the frame's sequence, aligned time, and values. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addSample, compareF8, m4Of, mergeM4, type M4 } from './m4.ts';
+import { addSample, compareF8, m4Of, m4sFromPacked, mergeM4, PACKED_M4_WIDTH, type M4 } from './m4.ts';
 
 function fromSamples(samples: Array<[number, number]>): M4 {
   const [first, ...rest] = samples;
@@ -51,5 +51,23 @@ describe('mergeM4', () => {
     expect(agg.maxV).toBeNaN();
     expect(agg.maxT).toBe(2);
     expect(agg.minV).toBe(-Infinity);
+  });
+});
+
+describe('m4sFromPacked', () => {
+  const row = (key: number, m: M4) => [key, m.count, m.minV, m.minT, m.maxV, m.maxT, m.firstT, m.firstV, m.lastT, m.lastV];
+
+  it('reads one bucket per key in order, and merges adjacent rows of one key', () => {
+    const a = m4Of(100, 5);
+    const b1 = m4Of(200, 1);
+    const b2 = addSample(m4Of(250, 9), 260, -3);
+    const c = m4Of(400, 7);
+    const packed = Float64Array.from([...row(0, a), ...row(1, b1), ...row(1, b2), ...row(3, c)]);
+    expect(packed.length).toBe(4 * PACKED_M4_WIDTH);
+    expect(m4sFromPacked(packed)).toEqual([a, mergeM4(m4Of(200, 1), addSample(m4Of(250, 9), 260, -3)), c]);
+  });
+
+  it('reads nothing from an empty answer', () => {
+    expect(m4sFromPacked(new Float64Array(0))).toEqual([]);
   });
 });

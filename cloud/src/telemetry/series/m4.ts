@@ -18,33 +18,40 @@ export interface M4 {
 }
 
 /**
- * An M4 bucket as the queries select it: the (value, time) extremes are compared as arrays in SQL and
- * taken apart there, so nine float8 scalars cross the wire (cheaper to send and to parse than arrays).
+ * Values per bucket in a packed answer: the bucket's key, then count, min (value, time), max (value,
+ * time), first (time, value), last (time, value). The queries build each bucket as
+ * `array[key, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]]` from the (value, time)
+ * extremes compared as arrays, and a channel's buckets as one `array_send(array_agg(… order by key))`:
+ * one bytea per channel instead of a row of ten float texts per bucket.
  */
-export interface M4Columns {
-  n: number;
-  min_v: number;
-  min_t: number;
-  max_v: number;
-  max_t: number;
-  first_t: number;
-  first_v: number;
-  last_t: number;
-  last_v: number;
-}
+export const PACKED_M4_WIDTH = 10;
 
-export function m4FromColumns(row: M4Columns): M4 {
-  return {
-    count: row.n,
-    minV: row.min_v,
-    minT: row.min_t,
-    maxV: row.max_v,
-    maxT: row.max_t,
-    firstT: row.first_t,
-    firstV: row.first_v,
-    lastT: row.last_t,
-    lastV: row.last_v,
-  };
+/**
+ * Buckets in time order from a packed answer (`PACKED_M4_WIDTH` values each, in key order); adjacent
+ * rows with one key are partial aggregates of one bucket (read partly from rollups, partly from raw
+ * rows) and are merged.
+ */
+export function m4sFromPacked(values: Float64Array): M4[] {
+  const out: M4[] = [];
+  let lastKey = Number.NaN;
+  for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
+    const m4: M4 = {
+      count: values[i + 1]!,
+      minV: values[i + 2]!,
+      minT: values[i + 3]!,
+      maxV: values[i + 4]!,
+      maxT: values[i + 5]!,
+      firstT: values[i + 6]!,
+      firstV: values[i + 7]!,
+      lastT: values[i + 8]!,
+      lastV: values[i + 9]!,
+    };
+    const key = values[i]!;
+    if (key === lastKey) mergeM4(out[out.length - 1]!, m4);
+    else out.push(m4);
+    lastKey = key;
+  }
+  return out;
 }
 
 /** Compare two doubles the way PostgreSQL does: NaN equals NaN and is greater than everything else. */

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { mergeM4, type M4 } from '../series/m4.ts';
+import { m4sFromPacked, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
@@ -106,9 +106,6 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
   return new Map(result.rows.map((r) => [r.channel, r]));
 }
 
-/** Values per bucket in the packed answer: qb, n, min (value, time), max (value, time), first (time, value), last (time, value). */
-const M4_WIDTH = 10;
-
 /**
  * M4 per query bucket of each channel in SQL, from rollup rows and raw rows (one statement), merged per
  * bucket here. Arrays compare element by element in float8 order, so min(array[value, time]) is the
@@ -168,34 +165,7 @@ async function m4Buckets(db: Executor, query: WideQuery, columns: readonly WideC
     from (${sql.join(parts, sql` union all `)}) as m
     group by c`.execute(db);
   const out = new Map<number, M4[]>();
-  for (const row of result.rows) out.set(Number(row.c), bucketsFromPacked(float8ArrayFromBinary(row.buckets)));
-  return out;
-}
-
-/**
- * Buckets in time order from the packed rows (`M4_WIDTH` values each, in bucket order: a bucket read
- * partly from rollups and partly from raw rows has adjacent rows), partial aggregates of one bucket merged.
- */
-function bucketsFromPacked(values: Float64Array): M4[] {
-  const out: M4[] = [];
-  let lastQb = Number.NaN;
-  for (let i = 0; i + M4_WIDTH <= values.length; i += M4_WIDTH) {
-    const m4: M4 = {
-      count: values[i + 1]!,
-      minV: values[i + 2]!,
-      minT: values[i + 3]!,
-      maxV: values[i + 4]!,
-      maxT: values[i + 5]!,
-      firstT: values[i + 6]!,
-      firstV: values[i + 7]!,
-      lastT: values[i + 8]!,
-      lastV: values[i + 9]!,
-    };
-    const qb = values[i]!;
-    if (qb === lastQb) mergeM4(out[out.length - 1]!, m4);
-    else out.push(m4);
-    lastQb = qb;
-  }
+  for (const row of result.rows) out.set(Number(row.c), m4sFromPacked(float8ArrayFromBinary(row.buckets)));
   return out;
 }
 
