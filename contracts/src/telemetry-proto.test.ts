@@ -169,6 +169,7 @@ describe('QueryRequest', () => {
       from: 4,
       to: 5,
       max_points_per_channel: 6,
+      columns: 7,
     });
   });
 
@@ -238,7 +239,7 @@ describe('other messages', () => {
       duplicates: 6,
     });
     expect(fieldNumbers(QueryResponseSchema)).toEqual({ series: 1, total_raw_points: 2 });
-    expect(fieldNumbers(SeriesSchema)).toEqual({ channel_id: 1, points: 2, raw_points: 3 });
+    expect(fieldNumbers(SeriesSchema)).toEqual({ channel_id: 1, points: 2, raw_points: 3, times_us: 4, values: 5 });
     expect(fieldNumbers(SeriesPointSchema)).toEqual({ timestamp: 1, value: 2 });
   });
 
@@ -274,6 +275,17 @@ describe('other messages', () => {
       totalRawPoints: 10n,
     });
     expect(decoded.series[0]?.points[0]?.value).toBe(-1.25);
+
+    // As columns: each array packed under one tag (8 bytes a double), times exact in µs.
+    const columns = roundTrip(SeriesSchema, { channelId: '0', rawPoints: 3n, timesUs: [1_796_428_800_000_001, 1_796_428_800_000_051], values: [-1.25, Number.NEGATIVE_INFINITY] });
+    expect(wireTags(columns.bytes)).toEqual([
+      [1, WIRE.len],
+      [3, WIRE.varint],
+      [4, WIRE.len],
+      [5, WIRE.len],
+    ]);
+    expect(columns.decoded.timesUs).toEqual([1_796_428_800_000_001, 1_796_428_800_000_051]);
+    expect(columns.decoded.values).toEqual([-1.25, Number.NEGATIVE_INFINITY]);
   });
 });
 
