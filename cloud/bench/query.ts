@@ -101,11 +101,14 @@ try {
   // grouping of it into the Query's buckets (count, min and max per bucket: less than an exact M4, which
   // also needs each extreme's time and the first and last values).
   const range = `time >= timestamptz 'epoch' + $1::int8 * interval '1 microsecond' and time < timestamptz 'epoch' + $2::int8 * interval '1 microsecond'`;
-  const rawBucketUs = Math.ceil(2_000_000 / bucketsForBudget(2000));
+  // The plans the server makes for the channel (its density as the extent gives it): the 2 s window's
+  // bucket width, and the whole range's rollup rows.
+  const density = ROWS / ((ROWS - 1) * SAMPLE_US + 1);
+  const rawBucketUs = planQuery(mid, mid + 2_000_000, bucketsForBudget(2000), density).width;
   // Where eight channels' time goes in SQL: the rollup rows the whole-range plan reads for them, fetched
   // alone, and grouped into the plan's buckets with scalar aggregates only (count, min, max: the cheapest
   // grouping, less than the M4 the Query computes).
-  const wholePlan = planQuery(START_US, START_US + (ROWS - 1) * SAMPLE_US + 1, bucketsForBudget(2000), ROWS / ((ROWS - 1) * SAMPLE_US + 1));
+  const wholePlan = planQuery(START_US, START_US + (ROWS - 1) * SAMPLE_US + 1, bucketsForBudget(2000), density);
   const block = wholePlan.blocks.reduce((a, b) => (b.to - b.from > a.to - a.from ? b : a));
   const rollupRows = `from telemetry_rollups where dataset_id = $1::uuid and channel = any($2::int4[]) and width_ms = $3::int4 and bucket >= $4::int8 and bucket < $5::int8`;
   const eightIds = '{0,1,2,3,4,5,6,7}';

@@ -27,35 +27,25 @@ export function queryHandler({ ctx }: GrpcDeps) {
           to,
           maxPointsPerChannel: request.maxPointsPerChannel,
         });
-        return request.columns ? seriesColumns(series) : seriesResponse(series);
+        return seriesResponse(series, request.columns);
       },
       (r) => ({ datasetId: request.datasetId, channels: request.channelIds.length, totalRawPoints: Number(r.totalRawPoints) }),
     );
 }
 
 /**
- * Each series as two columns of doubles (times in µs, values): packed on the wire, no message or
- * Timestamp per sample, so the server writes and the client reads a few tight loops instead of a
- * message per sample (bench:query prints both layouts).
+ * The answer in the layout asked for. As columns, each series is two arrays of doubles (times in µs,
+ * values): packed on the wire, no message or Timestamp per sample, so the server writes and the client
+ * reads a few tight loops instead of a message per sample (bench:query prints both layouts).
  */
-function seriesColumns(series: SeriesResult[]): MessageInitShape<typeof QueryResponseSchema> {
+function seriesResponse(series: SeriesResult[], columns: boolean): MessageInitShape<typeof QueryResponseSchema> {
   return {
     series: series.map((s) => ({
       channelId: s.channelId,
       rawPoints: BigInt(s.rawPoints),
-      timesUs: s.samples.map((p) => p.t),
-      values: s.samples.map((p) => p.v),
-    })),
-    totalRawPoints: BigInt(series.reduce((n, s) => n + s.rawPoints, 0)),
-  };
-}
-
-function seriesResponse(series: SeriesResult[]): MessageInitShape<typeof QueryResponseSchema> {
-  return {
-    series: series.map((s) => ({
-      channelId: s.channelId,
-      rawPoints: BigInt(s.rawPoints),
-      points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })),
+      ...(columns
+        ? { timesUs: s.samples.map((p) => p.t), values: s.samples.map((p) => p.v) }
+        : { points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })) }),
     })),
     totalRawPoints: BigInt(series.reduce((n, s) => n + s.rawPoints, 0)),
   };

@@ -7,6 +7,7 @@ import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
 import { m4sFromPacked, type M4 } from '../series/m4.ts';
 import { float8ArrayFromBinary } from '../sql/sql-arrays.ts';
+import { packedM4Sql } from '../sql/packed-m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
@@ -132,7 +133,7 @@ async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource,
     b as (select count(*)::float8 as n, min(array[r.v, r.t]) as mn, max(array[r.v, -r.t]) as mx, min(array[r.t, r.v]) as fst, max(array[r.t, r.v]) as lst,
                  floor((r.t - w.lo) / w.width) as k
           from r, w group by k)
-    select array_send(array_agg(array[k, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]] order by k)) as buckets
+    select ${packedM4Sql('k')} as buckets
     from b`.execute(db);
   const packed = result.rows[0]?.buckets;
   return packed ? m4sFromPacked(float8ArrayFromBinary(packed)) : [];

@@ -19,10 +19,8 @@ export interface M4 {
 
 /**
  * Values per bucket in a packed answer: the bucket's key, then count, min (value, time), max (value,
- * time), first (time, value), last (time, value). The queries build each bucket as
- * `array[key, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]]` from the (value, time)
- * extremes compared as arrays, and a channel's buckets as one `array_send(array_agg(… order by key))`:
- * one bytea per channel instead of a row of ten float texts per bucket.
+ * time), first (time, value), last (time, value). The queries build it with `packedM4Sql`
+ * (sql/packed-m4.ts): one bytea per channel instead of a row of ten float texts per bucket.
  */
 export const PACKED_M4_WIDTH = 10;
 

@@ -9,6 +9,7 @@ import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 import { float8ArrayFromBinary, numberArrayLiteral } from '../sql/sql-arrays.ts';
+import { packedM4Sql } from '../sql/packed-m4.ts';
 import type { WideColumnInfo } from './wide-batch.ts';
 
 export interface WideQuery {
@@ -161,7 +162,7 @@ async function m4Buckets(db: Executor, query: WideQuery, columns: readonly WideC
       group by 1, 2`);
   }
   const result = await sql<{ c: number; buckets: Uint8Array }>`
-    select c, array_send(array_agg(array[qb, n, mn[1], mn[2], mx[1], -mx[2], fst[1], fst[2], lst[1], lst[2]] order by qb)) as buckets
+    select c, ${packedM4Sql('qb')} as buckets
     from (${sql.join(parts, sql` union all `)}) as m
     group by c`.execute(db);
   const out = new Map<number, M4[]>();
