@@ -1,6 +1,7 @@
 import { MAVLINK_REGISTRY, parseSignalName, unknownSignalName } from '@sortie/contracts/mavlink';
 import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
+import { quoteIdent } from '../sql/identifiers.ts';
 import { makeNarrowHypertable } from './narrow-timescale.ts';
 import { CHAR, F32, F64, I16, I32, I64, I8, messageLayoutOf, TEXT, U16, U32, U64, U8 } from './decode.ts';
 
@@ -124,9 +125,7 @@ export function holdsNumber(column: SignalColumn): boolean {
   return column.type !== 'text' && column.type !== 'bytea';
 }
 
-export function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
+export { quoteIdent };
 
 /**
  * The DDL of a message table. The key is frame_seq: a frame is one row, so a redelivered frame

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
+import { quoteIdent } from '../sql/identifiers.ts';
 
 /**
  * With TimescaleDB, each narrow message table becomes a hypertable with compression
@@ -21,10 +22,6 @@ import type { Executor } from '../../db/executor.ts';
 
 export const NARROW_CHUNK_FRAMES = 1_000_000;
 export const NARROW_COMPRESS_AFTER_FRAMES = 2_000_000;
-
-function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
 
 function literal(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
