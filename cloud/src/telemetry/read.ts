@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Executor } from '../db/executor.ts';
 import { listChannelRows, requireDataset } from '../datasets/queries.ts';
 import type { DatasetRow, EventRow } from '../db/schema.ts';
@@ -31,15 +32,16 @@ export interface SeriesRequest {
  * The one read entry, for either storage shape: per channel a downsampled series of at most
  * max_points_per_channel samples, and the exact raw count. The dataset's shape decides how channel ids
  * are read: wide datasets by ch_N index (query.ts), narrow ones by signal name on the aligned time axis
- * (narrow/query.ts).
+ * (narrow/query.ts). `pool` is the node-postgres pool when there is one (not on PGlite): a wide read takes
+ * its raw rows through it by binary COPY.
  */
-export async function readSeries(db: Executor, organizationId: string, request: SeriesRequest): Promise<SeriesResult[]> {
+export async function readSeries(db: Executor, organizationId: string, request: SeriesRequest, pool?: pg.Pool): Promise<SeriesResult[]> {
   const maxPoints = request.maxPointsPerChannel <= 0 ? DEFAULT_MAX_POINTS : Math.min(request.maxPointsPerChannel, MAX_POINTS_PER_CHANNEL);
   const { channelIds, from, to } = request;
   const dataset = await requireDataset(db, organizationId, request.datasetId, request.experimentId || undefined);
   if (dataset.storage_shape === 'narrow') return queryNarrow(db, { datasetId: dataset.id, channelIds, from, to, maxPoints });
   const columns = resolveQueryColumns(channelIds, writableColumns(await listChannelRows(db, dataset.id)));
-  return queryWide(db, { datasetId: dataset.id, table: dataset.table_name!, channelIds, from, to, maxPoints }, columns);
+  return queryWide(db, { datasetId: dataset.id, table: dataset.table_name!, channelIds, from, to, maxPoints }, columns, pool);
 }
 
 /**

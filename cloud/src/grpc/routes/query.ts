@@ -19,14 +19,8 @@ export function queryHandler({ ctx }: GrpcDeps) {
         const experimentId = uuidField(request.experimentId, 'experiment_id', { optional: true });
         const from = request.from && timestampMicros(request.from, 'from');
         const to = request.to && timestampMicros(request.to, 'to');
-        const series = await readSeries(ctx.db, principal.organizationId, {
-          datasetId,
-          experimentId,
-          channelIds: request.channelIds,
-          from,
-          to,
-          maxPointsPerChannel: request.maxPointsPerChannel,
-        });
+        const read = { datasetId, experimentId, channelIds: request.channelIds, from, to, maxPointsPerChannel: request.maxPointsPerChannel };
+        const series = await readSeries(ctx.db, principal.organizationId, read, ctx.database.pool);
         return seriesResponse(series, request.columns);
       },
       (r) => ({ datasetId: request.datasetId, channels: request.channelIds.length, totalRawPoints: Number(r.totalRawPoints) }),

@@ -25,13 +25,15 @@ export interface M4 {
 export const PACKED_M4_WIDTH = 10;
 
 /**
- * Buckets in time order from a packed answer (`PACKED_M4_WIDTH` values each, in key order); adjacent
- * rows with one key are partial aggregates of one bucket (read partly from rollups, partly from raw
- * rows) and are merged.
+ * Buckets in time order from a packed answer (`PACKED_M4_WIDTH` values each); rows with one key are
+ * partial aggregates of one bucket (read partly from rollups, partly from raw rows) and are merged.
  */
 export function m4sFromPacked(values: Float64Array): M4[] {
-  const out: M4[] = [];
-  let lastKey = Number.NaN;
+  return m4sInKeyOrder(foldPacked(values, new Map()));
+}
+
+/** Fold a packed answer's buckets into `into` by key, merging with what a key already holds; returns `into`. */
+export function foldPacked(values: Float64Array, into: Map<number, M4>): Map<number, M4> {
   for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
     const m4: M4 = {
       count: values[i + 1]!,
@@ -45,11 +47,16 @@ export function m4sFromPacked(values: Float64Array): M4[] {
       lastV: values[i + 9]!,
     };
     const key = values[i]!;
-    if (key === lastKey) mergeM4(out[out.length - 1]!, m4);
-    else out.push(m4);
-    lastKey = key;
+    const held = into.get(key);
+    if (held) mergeM4(held, m4);
+    else into.set(key, m4);
   }
-  return out;
+  return into;
+}
+
+/** Buckets keyed by their index on the query's grid, in time order. */
+export function m4sInKeyOrder(byKey: ReadonlyMap<number, M4>): M4[] {
+  return [...byKey.keys()].sort((a, b) => a - b).map((key) => byKey.get(key)!);
 }
 
 /** Compare two doubles the way PostgreSQL does: NaN equals NaN and is greater than everything else. */
