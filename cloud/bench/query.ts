@@ -13,6 +13,7 @@ import { wideTableName } from '../src/datasets/wide-table.ts';
 import { planQuery } from '../src/telemetry/wide/query-plan.ts';
 import { bucketsForBudget } from '../src/telemetry/series/series.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
+import { copyRowsOut } from '../src/db/copy-out.ts';
 import { api, createOrgAndKey, ownCpuMs, percentile, postgresCpuMs, processCpuMs, registerWideDataset, startServerProcess } from './bench-env.ts';
 import { loadWideFlight, ROW_COUNT as ROWS, SAMPLE_US, START_US } from './wide-flight.ts';
 
@@ -82,6 +83,7 @@ try {
   const mid = START_US + 20_000_123;
   const window10s = await timed(RUNS, () => query(['3'], 2000, mid, mid + 10_000_000));
   const window2s = await timed(RUNS, () => query(['3'], 2000, mid, mid + 2_000_000));
+  const window2s8 = await timed(Math.ceil(RUNS / 5), () => query(['0', '1', '2', '3', '4', '5', '6', '7'], 2000, mid, mid + 2_000_000));
   const window200ms = await timed(RUNS, () => query(['3'], 2000, mid, mid + 200_000));
   // The floor under every Query: a 1 ms window (20 raw points), so little data that what remains is the
   // request itself (authentication, the dataset and its columns, the extent, one bucket statement, gRPC).
@@ -129,6 +131,15 @@ try {
       [mid, mid + 2_000_000, rawBucketUs],
     ),
   );
+  // The raw path's own floor: the 2 s window's rows out by binary COPY and walked by the same reader the
+  // server uses, grouped into nothing (what any fold of them in the server costs at least).
+  const copyPool = new pg.Pool({ connectionString: database.url, max: 1 });
+  const copyRange = `time >= timestamptz 'epoch' + (${mid})::int8 * interval '1 microsecond' and time < timestamptz 'epoch' + (${mid + 2_000_000})::int8 * interval '1 microsecond'`;
+  const copy2s = await timed(RUNS, () => copyRowsOut(copyPool, `select time, ch_3::float8 from ${table} where ${copyRange} and ch_3 is not null`, (row) => {
+    row.timestampUs();
+    row.float8();
+  }));
+  await copyPool.end();
   await direct.end();
 
   const fmt = (t: { p50: number; p95: number; cpu?: string }) => `p50 ${t.p50.toFixed(1)} ms, p95 ${t.p95.toFixed(1)} ms${t.cpu ? `; ${t.cpu}` : ''}`;
@@ -138,10 +149,12 @@ try {
   console.log(`  as columns, 8 channels                 : ${fmt(eightColumns)}`);
   console.log(`10 s window, 1 channel (10 ms rollups)   : ${fmt(window10s)}  (${window10s.last.totalRawPoints} raw points)`);
   console.log(`2 s window, 1 channel (raw rows)         : ${fmt(window2s)}  (${window2s.last.totalRawPoints} raw points)`);
+  console.log(`2 s window, 8 channels (raw rows)        : ${fmt(window2s8)}  (${window2s8.last.totalRawPoints} raw points)`);
   console.log(`200 ms window, 1 channel (raw rows)      : ${fmt(window200ms)}  (${window200ms.last.totalRawPoints} raw points)`);
   console.log(`1 ms window, 1 channel (the fixed cost)  : ${fmt(window1ms)}  (${window1ms.last.totalRawPoints} raw points)`);
   console.log(`baseline: naive M4 over raw rows in SQL  : ${fmt(naive)}  (count(*) alone: ${fmt(count)})`);
   console.log(`floor of the 2 s window in SQL           : range scan ${fmt(scan2s)}; count/min/max per ${rawBucketUs / 1000} ms bucket ${fmt(group2s)}`);
+  console.log(`floor of the 2 s window by binary COPY   : rows out and walked, grouped into nothing: ${fmt(copy2s)}`);
   console.log(`8 channels' rollup rows in SQL            : fetched ${fmt(fetch8)}; count/min/max per ${wholePlan.width / 1000} ms bucket ${fmt(group8)} (one statement)`);
   console.log(`2 s window's floor, fixed cost + grouping: ${(window1ms.p50 + group2s.p50).toFixed(1)} ms p50 (before the exact M4's times and first/last values)`);
   console.log(`target p50 ≤ 100 ms                      : ${whole.p50 <= 100 ? 'met' : 'MISSED'}`);
