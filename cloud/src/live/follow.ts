@@ -218,7 +218,7 @@ class Follower {
 
   async #window() {
     for (const d of this.#decimators) d.clear();
-    const window = await readWindow(this.#ctx.db, this.#dataset, this.channels, this.#windowUs, this.#budget);
+    const window = await readWindow(this.#ctx.db, this.#dataset, this.channels, this.#windowUs, this.#budget, this.#ctx.database.pool);
     // Rows the feed hands over that the window already holds are skipped (subscribe came first).
     this.#sentUpTo = this.channels.map(() => window.head ?? Number.NEGATIVE_INFINITY);
     this.#pending = this.channels.map(() => ({ samples: [], raw: 0 }));

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { listChannelRows } from '../../datasets/queries.ts';
 import type { Executor } from '../../db/executor.ts';
 import type { DatasetRow } from '../../db/schema.ts';
@@ -47,9 +48,10 @@ export interface WindowSnapshot {
 
 /**
  * The window a follower opens with: the `windowUs` ending at the followed channels' newest sample,
- * each channel downsampled to `budget` samples exactly as Query would answer the same range.
+ * each channel downsampled to `budget` samples exactly as Query would answer the same range (with the
+ * same node-postgres `pool` for a wide window's raw rows, when there is one).
  */
-export async function readWindow(db: Executor, dataset: DatasetRow, channels: readonly FeedChannel[], windowUs: number, budget: number): Promise<WindowSnapshot> {
+export async function readWindow(db: Executor, dataset: DatasetRow, channels: readonly FeedChannel[], windowUs: number, budget: number, pool?: pg.Pool): Promise<WindowSnapshot> {
   const empty = (): SeriesResult[] => channels.map((c) => ({ channelId: c.id, samples: [], rawPoints: 0 }));
   if (channels.length === 0) return { head: undefined, series: [] };
   if (dataset.storage_shape === 'wide') {
@@ -60,6 +62,7 @@ export async function readWindow(db: Executor, dataset: DatasetRow, channels: re
       db,
       { datasetId: dataset.id, table: dataset.table_name!, channelIds: channels.map((c) => c.id), from: last.t - windowUs, to: last.t + 1, maxPoints: budget },
       columns,
+      pool,
     );
     return { head: last.t, series };
   }

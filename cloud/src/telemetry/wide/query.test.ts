@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../../auth/organizations.ts';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/connect.ts';
@@ -11,10 +12,10 @@ import { queryWide, type WideQuery } from './query.ts';
 import { WideBatchBuilder, writableColumns, type WideColumnInfo } from './wide-batch.ts';
 import { writeWideBatch } from './wide-writer.ts';
 
-// A wide Query reads raw rows two ways: by binary COPY, folded in the server (node-postgres), or grouped
-// in SQL (PGlite, which cannot COPY to a client). Both must answer the same samples and counts, over
-// every kind of plan: raw rows only, rollups with raw edges, one channel or several, nulls, booleans,
-// NaN and infinities, ties.
+// A wide Query reads a plan of raw rows only two ways: by binary COPY, folded in the server (node-postgres),
+// or grouped in SQL (PGlite, which cannot COPY to a client). Both must answer the same samples and counts,
+// for one channel or several, with nulls, booleans, NaN and infinities, and ties. Plans with rollups are
+// grouped in SQL either way; they are here so that a change to that choice is checked too.
 
 const COLUMNS = writableColumns(wideChannelRows(['double precision', 'bigint', 'boolean', 'double precision']));
 const ALL = [...COLUMNS.values()].filter((c) => c.numeric);
@@ -23,6 +24,9 @@ let database: TestDatabase;
 let handle: DatabaseHandle;
 let datasetId: string;
 let table: string;
+/** The pool a COPY read takes its connection from, apart from the statements' pool, so its checkouts can be counted. */
+let copyPool: pg.Pool;
+let copyCheckouts = 0;
 
 const T0 = Date.UTC(2026, 2, 1) * 1000;
 /** 120,000 rows at 4 kHz (30 s): ch_0 every row, ch_1 every third, ch_2 every row, ch_3 only in the first 10 s. */
@@ -33,6 +37,8 @@ beforeAll(async () => {
   database = await createTestDatabase();
   handle = await openDatabase({ url: database.url, dataDir: '.' });
   await migrateToLatest(handle.db);
+  copyPool = new pg.Pool({ connectionString: database.url, max: 2 });
+  copyPool.on('acquire', () => copyCheckouts++);
   const { organizationId } = await createOrganization(handle.db, 'query');
   const experimentId = crypto.randomUUID();
   await handle.db.insertInto('experiments').values({ id: experimentId, organization_id: organizationId, name: 'e', description: '' }).execute();
@@ -59,13 +65,14 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
+  await copyPool?.end();
   await handle?.close();
   await database?.drop();
 });
 
 function read(columns: readonly WideColumnInfo[], from: number | undefined, to: number | undefined, maxPoints: number, viaCopy: boolean) {
   const query: WideQuery = { datasetId, table, channelIds: columns.map((c) => String(c.index)), from, to, maxPoints };
-  return queryWide(handle.db, query, columns, viaCopy ? handle.pool : undefined);
+  return queryWide(handle.db, query, columns, viaCopy ? copyPool : undefined);
 }
 
 describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', () => {
@@ -101,7 +108,12 @@ describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', 
     const rawOnly = planQuery(T0 + 20_000_123, T0 + 22_000_123, bucketsForBudget(2000), density);
     expect(rawOnly.blocks).toHaveLength(0);
     expect(rawOnly.raw).toHaveLength(1);
+    // A raw-only plan reads by COPY; a plan with rollups does not.
+    const checkouts = copyCheckouts;
+    await read(ALL, T0 + 1_234_567, T0 + 8_534_567, 200, true);
+    expect(copyCheckouts).toBe(checkouts);
     const window = await read(ALL, T0 + 20_000_123, T0 + 22_000_123, 2000, true);
+    expect(copyCheckouts).toBe(checkouts + 1);
     // 8,000 rows in the window: ch_0 and ch_2 in every row, ch_1 in every third, ch_3 none.
     expect(window.map((s) => s.rawPoints)).toEqual([8000, 2667, 8000, 0]);
     const whole = await read(ALL, undefined, undefined, 2000, true);

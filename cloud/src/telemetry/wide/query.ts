@@ -55,8 +55,8 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
  * are aggregated by one statement per plan. Raw rows are scanned once for all of them; rollup rows,
  * which are per channel, are split across at most READS_PER_QUERY statements so that both cores work
  * without a many-channel Query taking the pool. Each statement answers one row per channel with its
- * buckets packed as a binary float8 array (see `groupedInSql`). With `pool` (node-postgres), raw rows
- * come out by binary COPY and are grouped here instead (`foldRawRows`).
+ * buckets packed as a binary float8 array (see `groupedInSql`). With `pool` (node-postgres), a plan
+ * read from raw rows only takes them out by binary COPY and groups them here instead (`foldRawRows`).
  */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], pool?: pg.Pool): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
@@ -112,23 +112,21 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
 }
 
 /**
- * M4 per query bucket of each channel, keyed by bucket: rollup rows grouped in SQL, and raw rows either
- * streamed out by binary COPY and folded here (with node-postgres) or grouped in SQL too (PGlite, which
- * has no COPY to a client). Partial aggregates of one bucket (its middle from rollups, an edge from raw
- * rows) are merged here.
+ * M4 per query bucket of each channel, keyed by bucket. A plan read from raw rows only (a narrow window,
+ * up to 50,000 samples per channel) streams them out by binary COPY and folds them here when there is a
+ * node-postgres pool; PGlite, which has no COPY to a client, groups them in SQL. A plan with rollups
+ * groups everything in one statement: its raw rows are the remnants narrower than the finest rollup at
+ * each edge, too few to be worth a second statement and connection.
  */
 async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, Map<number, M4>>> {
   const out = new Map<number, Map<number, M4>>(columns.map((c) => [c.index, new Map()]));
-  const rawByCopy = pool !== undefined && plan.raw.length > 0;
-  await Promise.all([
-    groupedInSql(db, query, columns, plan, !rawByCopy, out),
-    rawByCopy ? foldRawRows(pool, query, columns, plan, out) : undefined,
-  ]);
+  if (pool !== undefined && plan.blocks.length === 0) await foldRawRows(pool, query, columns, plan, out);
+  else await groupedInSql(db, query, columns, plan, out);
   return out;
 }
 
 /**
- * The plan's rollup rows, and its raw rows when `withRaw`, grouped per query bucket in one statement.
+ * The plan's rollup rows and raw rows grouped per query bucket in one statement.
  * Arrays compare element by element in float8 order, so min(array[value, time]) is the minimum with the
  * earliest time among ties; max(array[value, -time]) likewise for the maximum.
  *
@@ -142,7 +140,7 @@ async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQue
  * a thousand rows of ten float8 texts per channel to parse, and the garbage of it (8 channels: ~16 ms
  * of parsing and ~36 ms of collection per Query, docs/PERFORMANCE.md).
  */
-async function groupedInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, withRaw: boolean, out: Map<number, Map<number, M4>>): Promise<void> {
+async function groupedInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
   const parts = [];
   if (plan.blocks.length > 0) {
     parts.push(sql`
@@ -161,7 +159,7 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
       ) as r
       group by 1, 2`);
   }
-  if (withRaw && plan.raw.length > 0) {
+  if (plan.raw.length > 0) {
     const ranges = sql.join(
       plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(r.from)} and w.time < ${usToTimestamp(r.to)})`),
       sql` or `,
@@ -181,7 +179,6 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
       from (select s.c, floor((s.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, s.t, s.v from (${samples}) as s offset 0) as x
       group by 1, 2`);
   }
-  if (parts.length === 0) return;
   const result = await sql<{ c: number; buckets: Uint8Array }>`
     select c, ${packedM4Sql('qb')} as buckets
     from (${sql.join(parts, sql` union all `)}) as m
@@ -192,8 +189,8 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
 /**
  * The plan's raw rows, streamed out by binary COPY and folded into their buckets here, in one pass over
  * the rows for every channel. PostgreSQL only scans and sends: a row costs it a few field copies
- * instead of four array aggregates per channel, which made a 2 s window of eight channels (320,000
- * samples) take ~660 ms in SQL (docs/PERFORMANCE.md).
+ * instead of four array aggregates per channel, which cost it ~235 ms of CPU for a 2 s window of eight
+ * channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
  *
  * COPY takes no parameters: everything inlined is checked here or comes from the catalogue (the
  * dataset's own table and column names, quoted) or is an integer.
@@ -208,6 +205,10 @@ async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly Wi
   // One column: its empty rows stay in the server. Several: a row is sent if any of them has a value.
   const present = columns.map((c) => `w.${quoteIdent(c.name)} is not null`).join(' or ');
   const buckets = columns.map((c) => out.get(c.index)!);
+  // Rows mostly arrive in time order, so a channel's next sample is nearly always in the bucket its last
+  // one went to: that bucket is held at hand, and the map is asked only when the key changes.
+  const lastKey = columns.map(() => Number.NaN);
+  const lastM4 = columns.map((): M4 | undefined => undefined);
   const { origin, width } = plan;
   await copyRowsOut(pool, `select w.time, ${values.join(', ')} from ${quoteIdent(query.table)} as w where (${ranges}) and (${present})`, (row) => {
     const t = row.timestampUs()!;
@@ -215,9 +216,15 @@ async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly Wi
     for (let i = 0; i < buckets.length; i++) {
       const v = row.float8();
       if (v === null) continue;
-      const m4 = buckets[i]!.get(key);
+      if (key === lastKey[i]) {
+        addSample(lastM4[i]!, t, v);
+        continue;
+      }
+      let m4 = buckets[i]!.get(key);
       if (m4) addSample(m4, t, v);
-      else buckets[i]!.set(key, m4Of(t, v));
+      else buckets[i]!.set(key, (m4 = m4Of(t, v)));
+      lastKey[i] = key;
+      lastM4[i] = m4;
     }
   });
 }
