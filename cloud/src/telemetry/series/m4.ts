@@ -74,24 +74,29 @@ export function m4Of(t: number, v: number): M4 {
 
 /** Fold `b` into `a` (mutates and returns `a`). Associative and commutative, so partial aggregates combine in any order. */
 export function mergeM4(a: M4, b: M4): M4 {
-  a.count += b.count;
-  if (b.firstT < a.firstT) {
-    a.firstT = b.firstT;
-    a.firstV = b.firstV;
+  return mergeParts(a, b.count, b.minV, b.minT, b.maxV, b.maxT, b.firstT, b.firstV, b.lastT, b.lastV);
+}
+
+/** `mergeM4` with the second aggregate given field by field, for a reader that folds rows without building one. */
+export function mergeParts(a: M4, count: number, minV: number, minT: number, maxV: number, maxT: number, firstT: number, firstV: number, lastT: number, lastV: number): M4 {
+  a.count += count;
+  if (firstT < a.firstT) {
+    a.firstT = firstT;
+    a.firstV = firstV;
   }
-  if (b.lastT > a.lastT) {
-    a.lastT = b.lastT;
-    a.lastV = b.lastV;
+  if (lastT > a.lastT) {
+    a.lastT = lastT;
+    a.lastV = lastV;
   }
-  const lower = compareF8(b.minV, a.minV);
-  if (lower < 0 || (lower === 0 && b.minT < a.minT)) {
-    a.minT = b.minT;
-    a.minV = b.minV;
+  const lower = compareF8(minV, a.minV);
+  if (lower < 0 || (lower === 0 && minT < a.minT)) {
+    a.minT = minT;
+    a.minV = minV;
   }
-  const higher = compareF8(b.maxV, a.maxV);
-  if (higher > 0 || (higher === 0 && b.maxT < a.maxT)) {
-    a.maxT = b.maxT;
-    a.maxV = b.maxV;
+  const higher = compareF8(maxV, a.maxV);
+  if (higher > 0 || (higher === 0 && maxT < a.maxT)) {
+    a.maxT = maxT;
+    a.maxV = maxV;
   }
   return a;
 }

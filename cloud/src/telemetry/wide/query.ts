@@ -4,7 +4,7 @@ import { copyRowsOut } from '../../db/copy-out.ts';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { addSample, foldPacked, m4Of, m4sInKeyOrder, type M4 } from '../series/m4.ts';
+import { addSample, foldPacked, m4Of, m4sInKeyOrder, mergeParts, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
@@ -52,11 +52,10 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
  *
  * Channels are read together, not one statement each: one statement finds every channel's extent, and
  * channels whose extents give the same plan (the usual case: a wide dataset's channels share its rows)
- * are aggregated by one statement per plan. Raw rows are scanned once for all of them; rollup rows,
- * which are per channel, are split across at most READS_PER_QUERY statements so that both cores work
- * without a many-channel Query taking the pool. Each statement answers one row per channel with its
- * buckets packed as a binary float8 array (see `groupedInSql`). With `pool` (node-postgres), a plan
- * read from raw rows only takes them out by binary COPY and groups them here instead (`foldRawRows`).
+ * are read by one statement per plan. Raw rows are scanned once for all of them; rollup rows, which are
+ * per channel, are split across at most READS_PER_QUERY statements so that both cores work without a
+ * many-channel Query taking the pool. With `pool` (node-postgres) each statement is a binary COPY whose
+ * rows are folded into buckets here; without it (PGlite) the buckets are grouped in SQL (`m4Buckets`).
  */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], pool?: pg.Pool): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
@@ -112,21 +111,21 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
 }
 
 /**
- * M4 per query bucket of each channel, keyed by bucket. A plan read from raw rows only (a narrow window,
- * up to 50,000 samples per channel) streams them out by binary COPY and folds them here when there is a
- * node-postgres pool; PGlite, which has no COPY to a client, groups them in SQL. A plan with rollups
- * groups everything in one statement: its raw rows are the remnants narrower than the finest rollup at
- * each edge, too few to be worth a second statement and connection.
+ * M4 per query bucket of each channel, keyed by bucket. With a node-postgres pool the plan's rows come out
+ * by binary COPY and are folded here: a plan of raw rows only one row per instant with every channel in
+ * it (`foldRawRows`), a plan with rollups its rollup rows and edge samples as partial aggregates
+ * (`foldRollupRows`). PGlite, which has no COPY to a client, groups them in SQL (`groupedInSql`).
  */
 async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, Map<number, M4>>> {
   const out = new Map<number, Map<number, M4>>(columns.map((c) => [c.index, new Map()]));
-  if (pool !== undefined && plan.blocks.length === 0) await foldRawRows(pool, query, columns, plan, out);
-  else await groupedInSql(db, query, columns, plan, out);
+  if (pool === undefined) await groupedInSql(db, query, columns, plan, out);
+  else if (plan.blocks.length === 0) await foldRawRows(pool, query, columns, plan, out);
+  else await foldRollupRows(pool, query, columns, plan, out);
   return out;
 }
 
 /**
- * The plan's rollup rows and raw rows grouped per query bucket in one statement.
+ * The plan's rollup rows and raw rows grouped per query bucket in one statement, on PGlite.
  * Arrays compare element by element in float8 order, so min(array[value, time]) is the minimum with the
  * earliest time among ties; max(array[value, -time]) likewise for the maximum.
  *
@@ -191,17 +190,8 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
  * the rows for every channel. PostgreSQL only scans and sends: a row costs it a few field copies
  * instead of four array aggregates per channel, which cost it ~235 ms of CPU for a 2 s window of eight
  * channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
- *
- * COPY takes no parameters: everything inlined is checked here or comes from the catalogue (the
- * dataset's own table and column names, quoted) or is an integer.
  */
 async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
-  const at = (us: number) => {
-    if (!Number.isSafeInteger(us)) throw new RangeError(`a raw range bound of ${us} µs is not an integer`);
-    return `(timestamptz 'epoch' + (${us})::int8 * interval '1 microsecond')`;
-  };
-  const ranges = plan.raw.map((r) => `(w.time >= ${at(r.from)} and w.time < ${at(r.to)})`).join(' or ');
-  const values = columns.map((c) => (c.physicalType === 'boolean' ? `(w.${quoteIdent(c.name)})::int::float8` : `(w.${quoteIdent(c.name)})::float8`));
   // One column: its empty rows stay in the server. Several: a row is sent if any of them has a value.
   const present = columns.map((c) => `w.${quoteIdent(c.name)} is not null`).join(' or ');
   const buckets = columns.map((c) => out.get(c.index)!);
@@ -210,7 +200,8 @@ async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly Wi
   const lastKey = columns.map(() => Number.NaN);
   const lastM4 = columns.map((): M4 | undefined => undefined);
   const { origin, width } = plan;
-  await copyRowsOut(pool, `select w.time, ${values.join(', ')} from ${quoteIdent(query.table)} as w where (${ranges}) and (${present})`, (row) => {
+  const text = `select w.time, ${columns.map(valueText).join(', ')} from ${quoteIdent(query.table)} as w where (${rawRangesText(plan)}) and (${present})`;
+  await copyRowsOut(pool, text, (row) => {
     const t = row.timestampUs()!;
     const key = Math.floor((t - origin) / width);
     for (let i = 0; i < buckets.length; i++) {
@@ -227,6 +218,87 @@ async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly Wi
       lastM4[i] = m4;
     }
   });
+}
+
+/**
+ * A plan with rollups: its rollup rows, and its raw edge rows as one-sample aggregates, streamed out by
+ * binary COPY in one statement and merged into their query buckets here. Grouping them in SQL took
+ * PostgreSQL ~100 ms of CPU for eight channels' whole range (50,000 rollup rows): four array aggregates
+ * per row, whose hash table grows with the channels. Sent as rows, they cost it a scan and field copies.
+ * Each row: channel, bucket start (µs) or sample time, count, min value and time, max value and time,
+ * first time and value, last time and value, all float8.
+ */
+async function foldRollupRows(pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+  if (!UUID.test(query.datasetId)) throw new RangeError(`dataset id ${query.datasetId} is not a UUID`);
+  const blocks = plan.blocks.map((b) => `(r.width_ms = ${int(b.widthMs)} and r.bucket >= ${int(b.from)} and r.bucket < ${int(b.to)})`).join(' or ');
+  const parts = [
+    `select r.channel::float8, r.bucket::float8, r.count::float8, r.min_value, r.min_time::float8, r.max_value, r.max_time::float8,
+            r.first_time::float8, r.first_value, r.last_time::float8, r.last_value
+     from telemetry_rollups as r
+     where r.dataset_id = '${query.datasetId}'::uuid and r.channel in (${columns.map((c) => int(c.index)).join(', ')}) and (${blocks})`,
+  ];
+  if (plan.raw.length > 0) {
+    // Each edge row unpivoted into (channel, value) pairs, one scan for every channel.
+    const pairs = columns.map((c) => `(${int(c.index)}::float8, ${valueText(c)})`).join(', ');
+    parts.push(`
+     select p.c, x.t, 1::float8, p.v, x.t, p.v, x.t, x.t, p.v, x.t, p.v
+     from ${quoteIdent(query.table)} as w
+     cross join lateral (select round(date_part('epoch', w.time) * 1000000) as t) as x
+     cross join lateral (values ${pairs}) as p(c, v)
+     where (${rawRangesText(plan)}) and p.v is not null`);
+  }
+  const { origin, width } = plan;
+  // Rollup rows come in channel and bucket order (the primary key's), several to a query bucket: the
+  // bucket being filled is held at hand, and the map is asked only when the channel or key changes.
+  let lastChannel = Number.NaN;
+  let lastKey = Number.NaN;
+  let held: M4 | undefined;
+  await copyRowsOut(pool, parts.join(' union all '), (row) => {
+    const channel = row.float8()!;
+    const key = Math.floor((row.float8()! - origin) / width);
+    const count = row.float8()!;
+    const minV = row.float8()!;
+    const minT = row.float8()!;
+    const maxV = row.float8()!;
+    const maxT = row.float8()!;
+    const firstT = row.float8()!;
+    const firstV = row.float8()!;
+    const lastT = row.float8()!;
+    const lastV = row.float8()!;
+    if (channel !== lastChannel || key !== lastKey) {
+      const byKey = out.get(channel)!;
+      held = byKey.get(key);
+      lastChannel = channel;
+      lastKey = key;
+      if (held === undefined) {
+        byKey.set(key, (held = { count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV }));
+        return;
+      }
+    }
+    mergeParts(held!, count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV);
+  });
+}
+
+// COPY takes no bind parameters, so its statements are complete text. Everything inlined is checked here
+// (integers, the dataset's UUID) or comes from the catalogue (the dataset's own table and column names,
+// quoted).
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function int(n: number): string {
+  if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an integer`);
+  return String(n);
+}
+
+/** The plan's raw ranges over `w.time`. */
+function rawRangesText(plan: QueryPlan): string {
+  const at = (us: number) => `(timestamptz 'epoch' + (${int(us)})::int8 * interval '1 microsecond')`;
+  return plan.raw.map((r) => `(w.time >= ${at(r.from)} and w.time < ${at(r.to)})`).join(' or ');
+}
+
+/** A column of `w` as float8, booleans as 0 and 1 (as `columnValueSql`). */
+function valueText(c: WideColumnInfo): string {
+  return c.physicalType === 'boolean' ? `(w.${quoteIdent(c.name)})::int::float8` : `(w.${quoteIdent(c.name)})::float8`;
 }
 
 /** Rows of a wide table as live followers read them: time in µs and one value per requested column. */
