@@ -101,26 +101,7 @@ export function mergeParts(a: M4, count: number, minV: number, minT: number, max
   return a;
 }
 
-/** Add one sample to an aggregate (mutates; the ingest hot path, so no allocation). */
+/** Add one sample to an aggregate (mutates; the ingest hot path, so no allocation: V8 inlines the call). */
 export function addSample(a: M4, t: number, v: number): M4 {
-  a.count += 1;
-  if (t < a.firstT) {
-    a.firstT = t;
-    a.firstV = v;
-  }
-  if (t > a.lastT) {
-    a.lastT = t;
-    a.lastV = v;
-  }
-  const lower = compareF8(v, a.minV);
-  if (lower < 0 || (lower === 0 && t < a.minT)) {
-    a.minT = t;
-    a.minV = v;
-  }
-  const higher = compareF8(v, a.maxV);
-  if (higher > 0 || (higher === 0 && t < a.maxT)) {
-    a.maxT = t;
-    a.maxV = v;
-  }
-  return a;
+  return mergeParts(a, 1, v, t, v, t, t, v, t, v);
 }
