@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
 import { BinaryCopyParser, copyRowsOut, CopyFormatError, type CopyRow } from './copy-out.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 
 /** A binary COPY stream as PostgreSQL writes it: rows of (timestamptz µs since 2000, float8) fields, null as undefined. */
 function binaryCopy(rows: ReadonlyArray<ReadonlyArray<{ ts: bigint } | number | undefined>>): Buffer {
@@ -87,6 +88,9 @@ describe('copyRowsOut against PostgreSQL', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    // As openDatabase's pool does: a checked-out client whose session dies also emits 'error', which the
+    // reading call already rejects with.
+    pool.on('connect', (client) => client.on('error', () => {}));
   });
   afterAll(async () => {
     await pool?.end();
@@ -121,5 +125,32 @@ describe('copyRowsOut against PostgreSQL', () => {
     await expect(copyRowsOut(pool, `select now(), 'abc'::text from generate_series(1, 10000)`, (row) => readRow(row))).rejects.toThrow(CopyFormatError);
     const after = await pool.query('select 2 as n');
     expect(after.rows[0].n).toBe(2);
+  });
+
+  it('a backend ended mid-COPY is the database going away, not a bad query, and the pool recovers', async () => {
+    // What a fast shutdown or a failover does to a Query reading rows: the server ends the session
+    // while the rows stream. The Query must answer `unavailable` (retry), not a fault.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      let rows = 0;
+      let terminated: Promise<unknown> | undefined;
+      // generate_series in the select list streams its rows (in FROM it would be materialised first).
+      const failed = copyRowsOut(pool, `select now(), generate_series(1, 50000000)::float8`, () => {
+        // Once rows flow, end this backend from another session.
+        if (++rows === 1000) terminated = admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where query like 'copy (select now(), generate_series(1, 50000000)%' and pid <> pg_backend_pid()`);
+      }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const error = await failed;
+      await terminated;
+      expect(rows).toBeGreaterThanOrEqual(1000);
+      expect(isDatabaseUnavailable(error)).toBe(true);
+      const after = await pool.query('select 3 as n');
+      expect(after.rows[0].n).toBe(3);
+    } finally {
+      await admin.end();
+    }
   });
 });

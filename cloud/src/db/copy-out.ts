@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { isDatabaseUnavailable } from './errors.ts';
 
 /**
  * Rows out of PostgreSQL in its binary COPY format, read as they stream in.
@@ -162,6 +163,11 @@ export async function copyRowsOut(pool: pg.Pool, query: string, onRow: (row: Cop
       });
       stream.on('error', reject);
       stream.on('end', resolve);
+    }).catch((error: unknown) => {
+      // A statement error (a SQLSTATE the server answered with) leaves the session usable. A session the
+      // server ended, or a socket that failed, must not go back to the pool for the next query to find.
+      if (isDatabaseUnavailable(error) || typeof (error as { code?: unknown }).code !== 'string') broken ??= error as Error;
+      throw error;
     });
     parser.finish();
     return parser.rows;
