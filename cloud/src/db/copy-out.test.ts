@@ -1,8 +1,10 @@
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { BinaryCopyParser, copyRowsOut, CopyFormatError, type CopyRow } from './copy-out.ts';
+import { BinaryCopyParser, copyRowsOut, copyStatementText, CopyFormatError, type CopyRow } from './copy-out.ts';
 import { isDatabaseUnavailable } from './errors.ts';
+import type { Database } from './schema.ts';
 
 /** A binary COPY stream as PostgreSQL writes it: rows of (timestamptz µs since 2000, float8) fields, null as undefined. */
 function binaryCopy(rows: ReadonlyArray<ReadonlyArray<{ ts: bigint } | number | undefined>>): Buffer {
@@ -152,5 +154,22 @@ describe('copyRowsOut against PostgreSQL', () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it('runs a Kysely statement with its values inlined, and refuses one that still binds a parameter', async () => {
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const name = `it's "quoted"`;
+    const statement = sql`select ${sql.ref('g')}::float8, ${sql.lit(name)}::text = ${sql.lit(name)} from generate_series(1, ${sql.lit(3)}) as g`;
+    const text = copyStatementText(statement, db);
+    expect(text).not.toContain('$1');
+    const seen: number[] = [];
+    expect(
+      await copyRowsOut(pool, `select now(), g from (${text}) as s(g, same) where same`, (row) => {
+        row.timestampUs();
+        seen.push(row.float8()!);
+      }),
+    ).toBe(3);
+    expect(seen).toEqual([1, 2, 3]);
+    expect(() => copyStatementText(sql`select ${3}::float8`, db)).toThrow(/cannot bind parameters/);
   });
 });

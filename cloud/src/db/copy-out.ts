@@ -1,6 +1,8 @@
+import type { RawBuilder } from 'kysely';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { isDatabaseUnavailable } from './errors.ts';
+import type { Executor } from './executor.ts';
 
 /**
  * Rows out of PostgreSQL in its binary COPY format, read as they stream in.
@@ -10,8 +12,8 @@ import { isDatabaseUnavailable } from './errors.ts';
  * binary send form instead (a float8 or an int8 is 8 bytes), through pg-copy-streams, which hands over
  * the CopyData bytes as they arrive. The reader below walks them without building a row object.
  *
- * COPY takes no bind parameters, so the query is complete text: whoever builds it inlines only values
- * it has checked (numbers, UUIDs, quoted identifiers).
+ * COPY takes no bind parameters, so the query is complete text: built with Kysely's `sql`, every value
+ * in it inlined by Kysely (`sql.lit`, `sql.ref`, `sql.table`) and compiled by `copyStatementText`.
  */
 
 /** The 11-byte signature of PostgreSQL's binary COPY format, then a flags word and a header extension length. */
@@ -25,18 +27,15 @@ const PG_EPOCH_US = 946_684_800_000_000;
  * handed to: the same reader moves on to the next row.
  */
 export class CopyRow {
-  /** Fields in this row. */
-  fields = 0;
   // A DataView rather than Buffer's read methods: V8 inlines its getters (a 40,000-row read spent a
   // third of its parsing time in Buffer's bounds-checked readers).
   #view: DataView = new DataView(new ArrayBuffer(0));
   #pos = 0;
 
   /** @internal */
-  at(view: DataView, pos: number, fields: number): void {
+  at(view: DataView, pos: number): void {
     this.#view = view;
     this.#pos = pos;
-    this.fields = fields;
   }
 
   #length(size: number): number {
@@ -126,7 +125,7 @@ export class BinaryCopyParser {
         }
       }
       if (!complete) break;
-      this.#row.at(view, pos + 2, fields);
+      this.#row.at(view, pos + 2);
       this.#onRow(this.#row);
       this.rows++;
       pos = end;
@@ -142,8 +141,9 @@ export class BinaryCopyParser {
 
 /**
  * Runs `COPY (query) TO STDOUT (FORMAT binary)` on a connection of `pool`, handing each row to `onRow` as
- * it arrives; resolves with the number of rows. An error in the statement rejects, and the connection
- * goes back to the pool (node-postgres keeps it usable after a failed COPY).
+ * it arrives; resolves with the number of rows. An error in the statement rejects and the connection
+ * goes back to the pool (the session is still usable); a session the server ended, a failed socket or
+ * bytes the reader could not walk reject and the connection is closed.
  */
 export async function copyRowsOut(pool: pg.Pool, query: string, onRow: (row: CopyRow) => void): Promise<number> {
   const client = await pool.connect();
@@ -174,4 +174,15 @@ export async function copyRowsOut(pool: pg.Pool, query: string, onRow: (row: Cop
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * The text of a statement built with Kysely's `sql` for `copyRowsOut`. COPY takes no bind parameters, so
+ * every value must have been inlined (`sql.lit` for numbers and strings, `sql.ref` and `sql.table` for
+ * names, which Kysely quotes and escapes); a statement that still binds one is refused here, not sent.
+ */
+export function copyStatementText(statement: RawBuilder<unknown>, db: Executor): string {
+  const compiled = statement.compile(db);
+  if (compiled.parameters.length > 0) throw new Error(`a COPY statement cannot bind parameters (${compiled.parameters.length} here): inline its values with sql.lit`);
+  return compiled.sql;
 }

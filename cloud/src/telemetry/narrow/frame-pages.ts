@@ -3,7 +3,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { messageLayoutOf } from './decode.ts';
-import { isLogTable, quoteIdent, type ColumnType, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
+import { isLogTable, type ColumnType, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
+import { quoteIdent } from '../sql/identifiers.ts';
 import { loadBootSessions } from './session-store.ts';
 
 /**

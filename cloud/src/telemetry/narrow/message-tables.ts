@@ -125,8 +125,6 @@ export function holdsNumber(column: SignalColumn): boolean {
   return column.type !== 'text' && column.type !== 'bytea';
 }
 
-export { quoteIdent };
-
 /**
  * The DDL of a message table. The key is frame_seq: a frame is one row, so a redelivered frame
  * collides with the row it wrote and `on conflict do nothing` drops it; the key is also the only index

@@ -6,6 +6,7 @@ import { runHot } from '../../db/prepared.ts';
 import { ServiceError } from '../../platform/errors.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
+import { quoteIdent } from '../sql/identifiers.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
 import {
   CLOCK_COLUMNS,
@@ -13,7 +14,6 @@ import {
   ensureMessageTables,
   isLogTable,
   loadMessageTables,
-  quoteIdent,
   SHARED_FRAMES,
   SHARED_TABLE_KEY,
   sharedSlots,

@@ -11,7 +11,8 @@ import { packedM4Sql } from '../sql/packed-m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
-import { findSignal, holdsNumber, loadMessageTables, numericSql, quoteIdent, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
+import { findSignal, holdsNumber, loadMessageTables, numericSql, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
+import { quoteIdent } from '../sql/identifiers.ts';
 import { loadBootSessions } from './session-store.ts';
 import { signalInfo } from './signal-info.ts';
 

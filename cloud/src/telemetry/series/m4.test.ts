@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addSample, compareF8, foldPacked, m4Of, m4sFromPacked, m4sInKeyOrder, mergeM4, PACKED_M4_WIDTH, type M4 } from './m4.ts';
+import { addSample, compareF8, m4Of, m4sFromPacked, m4sInKeyOrder, mergeM4, PACKED_M4_WIDTH, type M4 } from './m4.ts';
 
 function fromSamples(samples: Array<[number, number]>): M4 {
   const [first, ...rest] = samples;
@@ -70,12 +70,16 @@ describe('m4sFromPacked', () => {
   it('reads nothing from an empty answer', () => {
     expect(m4sFromPacked(new Float64Array(0))).toEqual([]);
   });
+});
 
-  it('folds into buckets already held, such as an edge bucket whose raw rows were folded first', () => {
-    const held = new Map<number, M4>([[2, addSample(m4Of(300, 4), 310, 12)]]);
-    const fromRollups = addSample(m4Of(320, -1), 330, 2);
-    foldPacked(Float64Array.from([...row(0, m4Of(100, 5)), ...row(2, fromRollups)]), held);
-    expect(m4sInKeyOrder(held)).toEqual([m4Of(100, 5), mergeM4(addSample(m4Of(300, 4), 310, 12), addSample(m4Of(320, -1), 330, 2))]);
-    expect(held.get(2)).toMatchObject({ count: 4, firstT: 300, lastT: 330, minV: -1, minT: 320, maxV: 12, maxT: 310 });
+describe('m4sInKeyOrder', () => {
+  it('answers buckets folded in any order in the order of their keys, negative keys first', () => {
+    const byKey = new Map<number, M4>([
+      [10, m4Of(1000, 1)],
+      [-2, m4Of(-200, 2)],
+      [3, m4Of(300, 3)],
+    ]);
+    expect(m4sInKeyOrder(byKey)).toEqual([m4Of(-200, 2), m4Of(300, 3), m4Of(1000, 1)]);
+    expect(m4sInKeyOrder(new Map())).toEqual([]);
   });
 });

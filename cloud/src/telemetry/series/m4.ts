@@ -25,15 +25,13 @@ export interface M4 {
 export const PACKED_M4_WIDTH = 10;
 
 /**
- * Buckets in time order from a packed answer (`PACKED_M4_WIDTH` values each); rows with one key are
- * partial aggregates of one bucket (read partly from rollups, partly from raw rows) and are merged.
+ * Buckets in time order from a packed answer (`PACKED_M4_WIDTH` values each, in key order); adjacent
+ * rows with one key are partial aggregates of one bucket (read partly from rollups, partly from raw
+ * rows) and are merged.
  */
 export function m4sFromPacked(values: Float64Array): M4[] {
-  return m4sInKeyOrder(foldPacked(values, new Map()));
-}
-
-/** Fold a packed answer's buckets into `into` by key, merging with what a key already holds; returns `into`. */
-export function foldPacked(values: Float64Array, into: Map<number, M4>): Map<number, M4> {
+  const out: M4[] = [];
+  let lastKey = Number.NaN;
   for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
     const m4: M4 = {
       count: values[i + 1]!,
@@ -47,11 +45,11 @@ export function foldPacked(values: Float64Array, into: Map<number, M4>): Map<num
       lastV: values[i + 9]!,
     };
     const key = values[i]!;
-    const held = into.get(key);
-    if (held) mergeM4(held, m4);
-    else into.set(key, m4);
+    if (key === lastKey) mergeM4(out[out.length - 1]!, m4);
+    else out.push(m4);
+    lastKey = key;
   }
-  return into;
+  return out;
 }
 
 /** Buckets keyed by their index on the query's grid, in time order. */

@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
-import { copyRowsOut } from '../../db/copy-out.ts';
+import { copyRowsOut, copyStatementText } from '../../db/copy-out.ts';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { addSample, foldPacked, m4Of, m4sInKeyOrder, mergeParts, type M4 } from '../series/m4.ts';
+import { addSample, m4Of, m4sFromPacked, m4sInKeyOrder, mergeParts, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
@@ -12,7 +12,6 @@ import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 import { float8ArrayFromBinary, numberArrayLiteral } from '../sql/sql-arrays.ts';
 import { packedM4Sql } from '../sql/packed-m4.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
 import type { WideColumnInfo } from './wide-batch.ts';
 
 export interface WideQuery {
@@ -81,7 +80,7 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
   );
   const buckets = new Map<number, M4[]>();
   await mapLimit(reads, READS_PER_QUERY, async ({ plan, columns }) => {
-    for (const [channel, byKey] of await m4Buckets(db, pool, query, columns, plan)) buckets.set(channel, m4sInKeyOrder(byKey));
+    for (const [channel, m4s] of await m4Buckets(db, pool, query, columns, plan)) buckets.set(channel, m4s);
   });
   return columns.map((column, i) => {
     const m4s = buckets.get(column.index) ?? [];
@@ -111,17 +110,17 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
 }
 
 /**
- * M4 per query bucket of each channel, keyed by bucket. With a node-postgres pool the plan's rows come out
+ * M4 per query bucket of each channel, in time order. With a node-postgres pool the plan's rows come out
  * by binary COPY and are folded here: a plan of raw rows only one row per instant with every channel in
  * it (`foldRawRows`), a plan with rollups its rollup rows and edge samples as partial aggregates
  * (`foldRollupRows`). PGlite, which has no COPY to a client, groups them in SQL (`groupedInSql`).
  */
-async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, Map<number, M4>>> {
-  const out = new Map<number, Map<number, M4>>(columns.map((c) => [c.index, new Map()]));
-  if (pool === undefined) await groupedInSql(db, query, columns, plan, out);
-  else if (plan.blocks.length === 0) await foldRawRows(pool, query, columns, plan, out);
-  else await foldRollupRows(pool, query, columns, plan, out);
-  return out;
+async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, M4[]>> {
+  if (pool === undefined) return groupedInSql(db, query, columns, plan);
+  const byKey = new Map<number, Map<number, M4>>(columns.map((c) => [c.index, new Map()]));
+  if (plan.blocks.length === 0) await foldRawRows(db, pool, query, columns, plan, byKey);
+  else await foldRollupRows(db, pool, query, columns, plan, byKey);
+  return new Map([...byKey].map(([channel, m4s]) => [channel, m4sInKeyOrder(m4s)]));
 }
 
 /**
@@ -139,7 +138,7 @@ async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQue
  * a thousand rows of ten float8 texts per channel to parse, and the garbage of it (8 channels: ~16 ms
  * of parsing and ~36 ms of collection per Query, docs/PERFORMANCE.md).
  */
-async function groupedInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+async function groupedInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, M4[]>> {
   const parts = [];
   if (plan.blocks.length > 0) {
     parts.push(sql`
@@ -159,30 +158,17 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
       group by 1, 2`);
   }
   if (plan.raw.length > 0) {
-    const ranges = sql.join(
-      plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(r.from)} and w.time < ${usToTimestamp(r.to)})`),
-      sql` or `,
-    );
-    // One scan of the rows for every channel: each row is unpivoted into (channel, value) pairs.
-    const samples =
-      columns.length === 1
-        ? sql`select ${columns[0]!.index}::float8 as c, ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${columns[0]!.name}`, columns[0]!.physicalType)} as v
-              from ${sql.table(query.table)} as w where (${ranges}) and ${sql.ref(`w.${columns[0]!.name}`)} is not null`
-        : sql`select p.c, ${timestampToUs('w.time')} as t, p.v
-              from ${sql.table(query.table)} as w
-              cross join lateral (values ${sql.join(columns.map((c) => sql`(${c.index}::float8, ${columnValueSql(`w.${c.name}`, c.physicalType)})`))}) as p(c, v)
-              where (${ranges}) and p.v is not null`;
     parts.push(sql`
       select x.c, x.qb, count(*)::float8 as n,
              min(array[x.v, x.t]) as mn, max(array[x.v, -x.t]) as mx, min(array[x.t, x.v]) as fst, max(array[x.t, x.v]) as lst
-      from (select s.c, floor((s.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, s.t, s.v from (${samples}) as s offset 0) as x
+      from (select s.c, floor((s.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, s.t, s.v from (${rawSamplesSql(query, columns, plan)}) as s offset 0) as x
       group by 1, 2`);
   }
   const result = await sql<{ c: number; buckets: Uint8Array }>`
     select c, ${packedM4Sql('qb')} as buckets
     from (${sql.join(parts, sql` union all `)}) as m
     group by c`.execute(db);
-  for (const row of result.rows) foldPacked(float8ArrayFromBinary(row.buckets), out.get(Number(row.c))!);
+  return new Map(result.rows.map((row) => [Number(row.c), m4sFromPacked(float8ArrayFromBinary(row.buckets))]));
 }
 
 /**
@@ -191,17 +177,18 @@ async function groupedInSql(db: Executor, query: WideQuery, columns: readonly Wi
  * instead of four array aggregates per channel, which cost it ~235 ms of CPU for a 2 s window of eight
  * channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
  */
-async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+  const values = columns.map((c) => columnValueSql(`w.${c.name}`, c.physicalType));
   // One column: its empty rows stay in the server. Several: a row is sent if any of them has a value.
-  const present = columns.map((c) => `w.${quoteIdent(c.name)} is not null`).join(' or ');
+  const present = sql.join(columns.map((c) => sql`${sql.ref(`w.${c.name}`)} is not null`), sql` or `);
+  const statement = sql`select w.time, ${sql.join(values)} from ${sql.table(query.table)} as w where (${rawRangesSql(plan)}) and (${present})`;
   const buckets = columns.map((c) => out.get(c.index)!);
   // Rows mostly arrive in time order, so a channel's next sample is nearly always in the bucket its last
   // one went to: that bucket is held at hand, and the map is asked only when the key changes.
   const lastKey = columns.map(() => Number.NaN);
   const lastM4 = columns.map((): M4 | undefined => undefined);
   const { origin, width } = plan;
-  const text = `select w.time, ${columns.map(valueText).join(', ')} from ${quoteIdent(query.table)} as w where (${rawRangesText(plan)}) and (${present})`;
-  await copyRowsOut(pool, text, (row) => {
+  await copyRowsOut(pool, copyStatementText(statement, db), (row) => {
     const t = row.timestampUs()!;
     const key = Math.floor((t - origin) / width);
     for (let i = 0; i < buckets.length; i++) {
@@ -221,31 +208,26 @@ async function foldRawRows(pool: pg.Pool, query: WideQuery, columns: readonly Wi
 }
 
 /**
- * A plan with rollups: its rollup rows, and its raw edge rows as one-sample aggregates, streamed out by
+ * A plan with rollups: its rollup rows, and its raw edge samples as one-sample aggregates, streamed out by
  * binary COPY in one statement and merged into their query buckets here. Grouping them in SQL took
  * PostgreSQL ~100 ms of CPU for eight channels' whole range (50,000 rollup rows): four array aggregates
  * per row, whose hash table grows with the channels. Sent as rows, they cost it a scan and field copies.
  * Each row: channel, bucket start (µs) or sample time, count, min value and time, max value and time,
  * first time and value, last time and value, all float8.
  */
-async function foldRollupRows(pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
-  if (!UUID.test(query.datasetId)) throw new RangeError(`dataset id ${query.datasetId} is not a UUID`);
-  const blocks = plan.blocks.map((b) => `(r.width_ms = ${int(b.widthMs)} and r.bucket >= ${int(b.from)} and r.bucket < ${int(b.to)})`).join(' or ');
+async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+  const blocks = sql.join(
+    plan.blocks.map((b) => sql`(r.width_ms = ${sql.lit(b.widthMs)} and r.bucket >= ${sql.lit(b.from)} and r.bucket < ${sql.lit(b.to)})`),
+    sql` or `,
+  );
   const parts = [
-    `select r.channel::float8, r.bucket::float8, r.count::float8, r.min_value, r.min_time::float8, r.max_value, r.max_time::float8,
-            r.first_time::float8, r.first_value, r.last_time::float8, r.last_value
-     from telemetry_rollups as r
-     where r.dataset_id = '${query.datasetId}'::uuid and r.channel in (${columns.map((c) => int(c.index)).join(', ')}) and (${blocks})`,
+    sql`select r.channel::float8, r.bucket::float8, r.count::float8, r.min_value, r.min_time::float8, r.max_value, r.max_time::float8,
+               r.first_time::float8, r.first_value, r.last_time::float8, r.last_value
+        from telemetry_rollups as r
+        where r.dataset_id = ${sql.lit(query.datasetId)}::uuid and r.channel in (${sql.join(columns.map((c) => sql.lit(c.index)))}) and (${blocks})`,
   ];
   if (plan.raw.length > 0) {
-    // Each edge row unpivoted into (channel, value) pairs, one scan for every channel.
-    const pairs = columns.map((c) => `(${int(c.index)}::float8, ${valueText(c)})`).join(', ');
-    parts.push(`
-     select p.c, x.t, 1::float8, p.v, x.t, p.v, x.t, x.t, p.v, x.t, p.v
-     from ${quoteIdent(query.table)} as w
-     cross join lateral (select round(date_part('epoch', w.time) * 1000000) as t) as x
-     cross join lateral (values ${pairs}) as p(c, v)
-     where (${rawRangesText(plan)}) and p.v is not null`);
+    parts.push(sql`select s.c, s.t, 1::float8, s.v, s.t, s.v, s.t, s.t, s.v, s.t, s.v from (${rawSamplesSql(query, columns, plan)}) as s`);
   }
   const { origin, width } = plan;
   // Rollup rows come in channel and bucket order (the primary key's), several to a query bucket: the
@@ -253,7 +235,7 @@ async function foldRollupRows(pool: pg.Pool, query: WideQuery, columns: readonly
   let lastChannel = Number.NaN;
   let lastKey = Number.NaN;
   let held: M4 | undefined;
-  await copyRowsOut(pool, parts.join(' union all '), (row) => {
+  await copyRowsOut(pool, copyStatementText(sql.join(parts, sql` union all `), db), (row) => {
     const channel = row.float8()!;
     const key = Math.floor((row.float8()! - origin) / width);
     const count = row.float8()!;
@@ -279,26 +261,29 @@ async function foldRollupRows(pool: pg.Pool, query: WideQuery, columns: readonly
   });
 }
 
-// COPY takes no bind parameters, so its statements are complete text. Everything inlined is checked here
-// (integers, the dataset's UUID) or comes from the catalogue (the dataset's own table and column names,
-// quoted).
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function int(n: number): string {
-  if (!Number.isSafeInteger(n)) throw new RangeError(`${n} is not an integer`);
-  return String(n);
-}
+// The raw parts are shared by the SQL grouping and the COPY reads. Their bounds are inlined as literals
+// (`sql.lit`), not bound: COPY takes no parameters, and the same text must serve both.
 
 /** The plan's raw ranges over `w.time`. */
-function rawRangesText(plan: QueryPlan): string {
-  const at = (us: number) => `(timestamptz 'epoch' + (${int(us)})::int8 * interval '1 microsecond')`;
-  return plan.raw.map((r) => `(w.time >= ${at(r.from)} and w.time < ${at(r.to)})`).join(' or ');
+function rawRangesSql(plan: QueryPlan) {
+  return sql.join(
+    plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(sql.lit(r.from))} and w.time < ${usToTimestamp(sql.lit(r.to))})`),
+    sql` or `,
+  );
 }
 
-/** A column of `w` as float8, booleans as 0 and 1 (as `columnValueSql`). */
-function valueText(c: WideColumnInfo): string {
-  return c.physicalType === 'boolean' ? `(w.${quoteIdent(c.name)})::int::float8` : `(w.${quoteIdent(c.name)})::float8`;
+/** The plan's raw samples as (c, t, v) rows: one scan of the rows for every channel, each row unpivoted into (channel, value) pairs. */
+function rawSamplesSql(query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan) {
+  const ranges = rawRangesSql(plan);
+  if (columns.length === 1) {
+    const [c] = columns as [WideColumnInfo];
+    return sql`select ${sql.lit(c.index)}::float8 as c, ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${c.name}`, c.physicalType)} as v
+               from ${sql.table(query.table)} as w where (${ranges}) and ${sql.ref(`w.${c.name}`)} is not null`;
+  }
+  return sql`select p.c, ${timestampToUs('w.time')} as t, p.v
+             from ${sql.table(query.table)} as w
+             cross join lateral (values ${sql.join(columns.map((c) => sql`(${sql.lit(c.index)}::float8, ${columnValueSql(`w.${c.name}`, c.physicalType)})`))}) as p(c, v)
+             where (${ranges}) and p.v is not null`;
 }
 
 /** Rows of a wide table as live followers read them: time in µs and one value per requested column. */
