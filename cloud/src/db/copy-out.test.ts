@@ -2,38 +2,79 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
-import { BinaryCopyParser, copyRowsOut, copyStatementText, CopyFormatError, type CopyRow } from './copy-out.ts';
+import { copyRowsOut, copyStatementText, CopyFormatError, CopyOutReader, type CopyRow } from './copy-out.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 import type { Database } from './schema.ts';
 
-/** A binary COPY stream as PostgreSQL writes it: rows of (timestamptz µs since 2000, float8) fields, null as undefined. */
-function binaryCopy(rows: ReadonlyArray<ReadonlyArray<{ ts: bigint } | number | undefined>>): Buffer {
-  const parts: Buffer[] = [Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 4, 9, 9, 9, 9])];
-  for (const row of rows) {
-    const head = Buffer.alloc(2);
-    head.writeInt16BE(row.length);
-    parts.push(head);
-    for (const field of row) {
-      const b = Buffer.alloc(field === undefined ? 4 : 12);
-      if (field === undefined) b.writeInt32BE(-1);
-      else {
-        b.writeInt32BE(8);
-        if (typeof field === 'number') b.writeDoubleBE(field, 4);
-        else b.writeBigInt64BE(field.ts, 4);
+type Field = { ts: bigint } | number | undefined;
+
+/** One row of PostgreSQL's binary COPY format: (timestamptz µs since 2000, float8) fields, undefined as NULL. */
+function binaryRow(row: readonly Field[]): Buffer {
+  const parts: Buffer[] = [Buffer.from([row.length >> 8, row.length & 0xff])];
+  for (const field of row) {
+    const b = Buffer.alloc(field === undefined ? 4 : 12);
+    if (field === undefined) b.writeInt32BE(-1);
+    else {
+      b.writeInt32BE(8);
+      if (typeof field === 'number') b.writeDoubleBE(field, 4);
+      else b.writeBigInt64BE(field.ts, 4);
+    }
+    parts.push(b);
+  }
+  return Buffer.concat(parts);
+}
+
+/** A backend message: its type, its length, its body. */
+function message(type: string, body: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(5);
+  head.write(type, 0, 'latin1');
+  head.writeInt32BE(4 + body.length, 1);
+  return Buffer.concat([head, body]);
+}
+
+/** The file header (signature, flags, a 4-byte header extension) and the trailer of a binary COPY. */
+const FILE_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 4, 9, 9, 9, 9])]);
+const TRAILER = Buffer.from([0xff, 0xff]);
+
+/**
+ * What the backend sends for a COPY TO STDOUT in binary, as PostgreSQL does it: CopyOutResponse, one
+ * CopyData per row (the first with the file header before its row), the trailer, CopyDone; then the
+ * messages the driver reads (CommandComplete, ReadyForQuery), returned apart as `after`.
+ */
+function copyOut(rows: ReadonlyArray<readonly Field[]>, extra: { noticeAt?: number } = {}): { bytes: Buffer; after: Buffer } {
+  const parts = [message('H', Buffer.from([1, 0, 2, 0, 1, 0, 1]))];
+  rows.forEach((row, i) => {
+    if (i === extra.noticeAt) parts.push(message('N', Buffer.from('SWARNING\0Mslow\0\0', 'latin1')));
+    parts.push(message('d', i === 0 ? Buffer.concat([FILE_HEADER, binaryRow(row)]) : binaryRow(row)));
+  });
+  parts.push(message('d', rows.length === 0 ? Buffer.concat([FILE_HEADER, TRAILER]) : TRAILER), message('c'));
+  const after = Buffer.concat([message('C', Buffer.from(`COPY ${rows.length}\0`, 'latin1')), message('Z', Buffer.from('I', 'latin1'))]);
+  return { bytes: Buffer.concat([...parts, after]), after };
+}
+
+/** Feeds the chunks to a reader as a socket would; what it hands back, and every chunk after, is the driver's. */
+function feed(reader: CopyOutReader, chunks: Buffer[]): Buffer | undefined {
+  const driver: Buffer[] = [];
+  let handedBack = false;
+  for (const chunk of chunks) {
+    if (handedBack) driver.push(chunk);
+    else {
+      const rest = reader.push(chunk);
+      if (rest !== undefined) {
+        handedBack = true;
+        driver.push(rest);
       }
-      parts.push(b);
     }
   }
-  parts.push(Buffer.from([0xff, 0xff]));
-  return Buffer.concat(parts);
+  return handedBack ? Buffer.concat(driver) : undefined;
 }
 
 const readRow = (row: CopyRow) => [row.timestampUs(), row.float8()];
 
-describe('BinaryCopyParser', () => {
+describe('CopyOutReader', () => {
   // Times in PostgreSQL's binary form count µs from 2000-01-01; the reader answers µs from 1970.
   const PG_EPOCH_US = 946_684_800_000_000n;
-  const rows = [
+  const rows: Field[][] = [
     [{ ts: 1_777_000_000_123_456n - PG_EPOCH_US }, 1.5],
     [{ ts: -PG_EPOCH_US - 1n }, undefined],
     [{ ts: 0n }, -0],
@@ -46,41 +87,76 @@ describe('BinaryCopyParser', () => {
     [946_684_800_000_005, Number.NaN],
   ];
 
-  it('reads every row whichever byte the chunks are cut at, a header extension included', () => {
-    const bytes = binaryCopy(rows);
+  it('reads every row whichever byte the socket cuts at, a notice between rows skipped, and hands back what follows the COPY', () => {
+    const { bytes, after } = copyOut(rows, { noticeAt: 2 });
     for (let cut = 0; cut <= bytes.length; cut++) {
-      const seen: unknown[] = [];
-      const parser = new BinaryCopyParser((row) => seen.push(readRow(row)));
-      parser.push(bytes.subarray(0, cut));
-      parser.push(bytes.subarray(cut));
-      parser.finish();
-      expect(seen, `cut at ${cut}`).toEqual(expected);
-      expect(parser.rows).toBe(4);
+      for (const second of [cut, Math.min(bytes.length, cut + 7)]) {
+        const seen: unknown[] = [];
+        const reader = new CopyOutReader((row) => seen.push(readRow(row)));
+        const rest = feed(reader, [bytes.subarray(0, cut), bytes.subarray(cut, second), bytes.subarray(second)]);
+        expect(seen, `cut at ${cut} and ${second}`).toEqual(expected);
+        expect(rest, `cut at ${cut} and ${second}`).toEqual(after);
+        expect(reader.rowError).toBeUndefined();
+        reader.finish();
+        expect(reader.rows).toBe(4);
+      }
     }
   });
 
-  it('reads a stream fed one byte at a time', () => {
-    const bytes = binaryCopy(rows);
+  it('reads a stream fed one byte at a time, and an empty result', () => {
+    const { bytes, after } = copyOut(rows);
     const seen: unknown[] = [];
-    const parser = new BinaryCopyParser((row) => seen.push(readRow(row)));
-    for (let i = 0; i < bytes.length; i++) parser.push(bytes.subarray(i, i + 1));
-    parser.finish();
+    const reader = new CopyOutReader((row) => seen.push(readRow(row)));
+    expect(feed(reader, [...bytes].map((b) => Buffer.from([b])))).toEqual(after);
     expect(seen).toEqual(expected);
+    const empty = copyOut([]);
+    const none = new CopyOutReader(() => {
+      throw new Error('no row expected');
+    });
+    expect(feed(none, [empty.bytes])).toEqual(empty.after);
+    none.finish();
+    expect(none.rows).toBe(0);
   });
 
-  it('refuses a stream that ends before its trailer, and bytes that are not binary COPY', () => {
-    const bytes = binaryCopy(rows);
-    const cut = new BinaryCopyParser(() => {});
-    cut.push(bytes.subarray(0, bytes.length - 5));
-    expect(() => cut.finish()).toThrow(CopyFormatError);
-    expect(() => new BinaryCopyParser(() => {}).push(Buffer.from('time,value\n1,2\n3,4\n5,6\n7,8\n'))).toThrow(/signature/);
+  it('hands an error from the server back to the driver, from its first byte', () => {
+    const { bytes } = copyOut(rows);
+    const error = Buffer.concat([message('E', Buffer.from('SERROR\0C57P01\0Mterminating connection\0\0', 'latin1'))]);
+    const cutAt = bytes.indexOf(message('d', binaryRow(rows[2]!)));
+    for (let cut = 0; cut <= error.length; cut++) {
+      const reader = new CopyOutReader(() => {});
+      const rest = feed(reader, [bytes.subarray(0, cutAt), error.subarray(0, cut), error.subarray(cut)]);
+      expect(rest, `cut at ${cut}`).toEqual(error);
+      expect(reader.rows).toBe(2);
+      expect(() => reader.finish()).toThrow(CopyFormatError);
+    }
   });
 
-  it('refuses a field of another width than the one read', () => {
-    const bytes = binaryCopy([[{ ts: 0n }, 1]]);
-    bytes.writeInt32BE(4, 23 + 2 + 12); // after the 23-byte header, the row's field count and its time: the float8 now claims 4 bytes
-    const parser = new BinaryCopyParser((row) => readRow(row));
-    expect(() => parser.push(bytes)).toThrow(/4 bytes where 8/);
+  it('keeps reading to the end of the COPY after a row it cannot read, and reports the first such error', () => {
+    // A field of another width than the one read, bytes that are not binary COPY, a row read past its end:
+    // the rows stop, the messages do not, so the session stays in step.
+    const wrongWidth = new CopyOutReader((row) => row.int4());
+    const { bytes, after } = copyOut(rows);
+    expect(feed(wrongWidth, [bytes])).toEqual(after);
+    expect(wrongWidth.rowError).toBeInstanceOf(CopyFormatError);
+    expect(String(wrongWidth.rowError)).toMatch(/8 bytes where 4/);
+    expect(wrongWidth.rows).toBe(0);
+
+    const text = Buffer.concat([message('H', Buffer.from([0, 0, 1, 0, 0])), message('d', Buffer.from('1,2\n')), message('c'), message('Z', Buffer.from('I'))]);
+    const notBinary = new CopyOutReader(() => {});
+    expect(feed(notBinary, [text])).toEqual(message('Z', Buffer.from('I')));
+    expect(String(notBinary.rowError)).toMatch(/signature/);
+
+    const pastEnd = new CopyOutReader((row) => {
+      readRow(row);
+      row.float8();
+    });
+    feed(pastEnd, [bytes]);
+    expect(String(pastEnd.rowError)).toMatch(/past the end of its row/);
+  });
+
+  it('refuses messages that cannot be split: a length below its own four bytes', () => {
+    const bad = Buffer.from([0x64, 0, 0, 0, 2, 0, 0]);
+    expect(() => new CopyOutReader(() => {}).push(bad)).toThrow(CopyFormatError);
   });
 });
 
@@ -116,17 +192,48 @@ describe('copyRowsOut against PostgreSQL', () => {
     expect(seen[99_999]).toEqual([99_999 * 1_000_003, 99_999 / 3]);
   });
 
+  it('reads int4 and int8 fields as sent, exact to ±2^53, negatives and nulls included', async () => {
+    const seen: unknown[] = [];
+    await copyRowsOut(
+      pool,
+      `select v::int4, w from (values (0, 0::int8), (-1, -1), (2147483647, 9007199254740991), (-2147483648, -9007199254740991),
+                                      (7, 4294967296), (8, -4294967297), (null, null), (9, 1796428862490000)) as x(v, w)`,
+      (row) => seen.push([row.int4(), row.int8()]),
+    );
+    expect(seen).toEqual([
+      [0, 0],
+      [-1, -1],
+      [2147483647, 9007199254740991],
+      [-2147483648, -9007199254740991],
+      [7, 4294967296],
+      [8, -4294967297],
+      [null, null],
+      [9, 1796428862490000],
+    ]);
+    // Read at the wrong width, a field is refused rather than misread.
+    await expect(copyRowsOut(pool, 'select 1::int8', (row) => row.int4())).rejects.toThrow(/8 bytes where 4/);
+  });
+
   it('rejects with the statement error, and the connection serves the next statement', async () => {
     await expect(copyRowsOut(pool, 'select 1 / 0', () => {})).rejects.toThrow(/division by zero/);
     const after = await pool.query('select 41 + 1 as n');
     expect(after.rows[0].n).toBe(42);
   });
 
-  it('gives up a connection whose rows could not be read, and the pool opens another', async () => {
-    // A text field read as a float8: the reader throws mid-stream, so that connection is not reused.
+  it('rejects when a row cannot be read, after reading the COPY to its end, and the connection serves the next statement', async () => {
+    // A text field read as a float8: the rows stop, the messages are read to the end, the session stays usable.
+    const pid = (await pool.query('select pg_backend_pid() as pid')).rows[0].pid;
     await expect(copyRowsOut(pool, `select now(), 'abc'::text from generate_series(1, 10000)`, (row) => readRow(row))).rejects.toThrow(CopyFormatError);
-    const after = await pool.query('select 2 as n');
-    expect(after.rows[0].n).toBe(2);
+    const after = await pool.query('select 2 as n, pg_backend_pid() as pid');
+    expect(after.rows[0]).toEqual({ n: 2, pid });
+  });
+
+  it('rejects with what onRow throws, and the connection serves the next statement', async () => {
+    const failure = new Error('the fold failed');
+    await expect(copyRowsOut(pool, `select now(), g::float8 from generate_series(1, 100000) as g`, () => {
+      throw failure;
+    })).rejects.toBe(failure);
+    expect((await pool.query('select 4 as n')).rows[0].n).toBe(4);
   });
 
   it('a backend ended mid-COPY is the database going away, not a bad query, and the pool recovers', async () => {

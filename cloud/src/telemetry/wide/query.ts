@@ -212,8 +212,9 @@ async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, column
  * binary COPY in one statement and merged into their query buckets here. Grouping them in SQL took
  * PostgreSQL ~100 ms of CPU for eight channels' whole range (50,000 rollup rows): four array aggregates
  * per row, whose hash table grows with the channels. Sent as rows, they cost it a scan and field copies.
- * Each row: channel, bucket start (µs) or sample time, count, min value and time, max value and time,
- * first time and value, last time and value, all float8.
+ * Each row: channel (int4), bucket start (µs) or sample time, count, min value and time, max value and
+ * time, first time and value, last time and value; times and counts as the int8 they are stored as, values
+ * float8 (a cast per field was an eighth of Postgres's cost of sending eight channels' rollup rows).
  */
 async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
   const blocks = sql.join(
@@ -221,13 +222,13 @@ async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, col
     sql` or `,
   );
   const parts = [
-    sql`select r.channel::float8, r.bucket::float8, r.count::float8, r.min_value, r.min_time::float8, r.max_value, r.max_time::float8,
-               r.first_time::float8, r.first_value, r.last_time::float8, r.last_value
+    sql`select r.channel, r.bucket, r.count, r.min_value, r.min_time, r.max_value, r.max_time, r.first_time, r.first_value, r.last_time, r.last_value
         from telemetry_rollups as r
         where r.dataset_id = ${sql.lit(query.datasetId)}::uuid and r.channel in (${sql.join(columns.map((c) => sql.lit(c.index)))}) and (${blocks})`,
   ];
   if (plan.raw.length > 0) {
-    parts.push(sql`select s.c, s.t, 1::float8, s.v, s.t, s.v, s.t, s.t, s.v, s.t, s.v from (${rawSamplesSql(query, columns, plan)}) as s`);
+    parts.push(sql`select s.c, s.t, 1::int8, s.v, s.t, s.v, s.t, s.t, s.v, s.t, s.v
+                   from (select x.c::int4 as c, x.t::int8 as t, x.v from (${rawSamplesSql(query, columns, plan)}) as x) as s`);
   }
   const { origin, width } = plan;
   // Rollup rows come in channel and bucket order (the primary key's), several to a query bucket: the
@@ -236,16 +237,16 @@ async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, col
   let lastKey = Number.NaN;
   let held: M4 | undefined;
   await copyRowsOut(pool, copyStatementText(sql.join(parts, sql` union all `), db), (row) => {
-    const channel = row.float8()!;
-    const key = Math.floor((row.float8()! - origin) / width);
-    const count = row.float8()!;
+    const channel = row.int4()!;
+    const key = Math.floor((row.int8()! - origin) / width);
+    const count = row.int8()!;
     const minV = row.float8()!;
-    const minT = row.float8()!;
+    const minT = row.int8()!;
     const maxV = row.float8()!;
-    const maxT = row.float8()!;
-    const firstT = row.float8()!;
+    const maxT = row.int8()!;
+    const firstT = row.int8()!;
     const firstV = row.float8()!;
-    const lastT = row.float8()!;
+    const lastT = row.int8()!;
     const lastV = row.float8()!;
     if (channel !== lastChannel || key !== lastKey) {
       const byKey = out.get(channel)!;
