@@ -190,6 +190,9 @@ describe('copyRowsOut against PostgreSQL', () => {
     expect(seen[1]).toEqual([1_000_003, Number.NaN]);
     expect(seen[2]).toEqual([2_000_006, -Infinity]);
     expect(seen[99_999]).toEqual([99_999 * 1_000_003, 99_999 / 3]);
+    const extremes: unknown[] = [];
+    await copyRowsOut(pool, `select t, 0::float8 from unnest(array['infinity', '-infinity', '2255-01-01']::timestamptz[]) as t`, (row) => extremes.push(readRow(row)));
+    expect(extremes).toEqual([[Infinity, 0], [-Infinity, 0], [Date.UTC(2255, 0, 1) * 1000, 0]]);
   });
 
   it('reads int4 and int8 fields as sent, exact to ±2^53, negatives and nulls included', async () => {
@@ -234,6 +237,35 @@ describe('copyRowsOut against PostgreSQL', () => {
       throw failure;
     })).rejects.toBe(failure);
     expect((await pool.query('select 4 as n')).rows[0].n).toBe(4);
+  });
+
+  it('rejects even when onRow throws undefined', async () => {
+    await expect(copyRowsOut(pool, `select now(), g::float8 from generate_series(1, 10) as g`, () => {
+      throw undefined;
+    })).rejects.toBeUndefined();
+    expect((await pool.query('select 5 as n')).rows[0].n).toBe(5);
+  });
+
+  it('refuses a query text that holds a second statement after the COPY, and the pool recovers', async () => {
+    // Kysely inlines values as escaped literals, so no value can do this; the reader must still not hang.
+    await expect(copyRowsOut(pool, 'select 1::float8) to stdout (format binary); copy (select 2::float8', () => {})).rejects.toThrow(/more than one statement/);
+    expect((await pool.query('select 6 as n')).rows[0].n).toBe(6);
+  });
+
+  it('clears the query_timeout timer node-postgres arms for it, so it never fires after the COPY', async () => {
+    const timed = new pg.Pool({ connectionString: database.url, max: 1, query_timeout: 100 });
+    let drains = 0;
+    timed.on('connect', (client) => client.on('drain', () => drains++));
+    try {
+      expect(await copyRowsOut(timed, `select now(), g::float8 from generate_series(1, 3) as g`, () => {})).toBe(3);
+      await new Promise((r) => setTimeout(r, 250));
+      // One 'drain' for the COPY's end; a timer left armed would pulse the queue again when it fired.
+      expect(drains).toBe(1);
+      await expect(copyRowsOut(timed, `select now(), g::float8 from generate_series(1, 3) as g, pg_sleep(0.3)`, () => {})).rejects.toThrow(/timeout/);
+      expect((await timed.query('select 7 as n')).rows[0].n).toBe(7);
+    } finally {
+      await timed.end();
+    }
   });
 
   it('a backend ended mid-COPY is the database going away, not a bad query, and the pool recovers', async () => {

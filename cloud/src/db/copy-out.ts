@@ -78,10 +78,14 @@ export class CopyRow {
     return v;
   }
 
-  /** A timestamptz field as µs since the Unix epoch (exact below 2^53 µs); null for SQL NULL. */
+  /** A timestamptz field as µs since the Unix epoch (exact below 2^53 µs), ±Infinity for 'infinity'; null for SQL NULL. */
   timestampUs(): number | null {
     const v = this.int8();
-    return v === null ? null : v + PG_EPOCH_US;
+    if (v === null) return null;
+    // PostgreSQL stores 'infinity' and '-infinity' as the int8 extremes, which no number holds exactly.
+    if (v >= 2 ** 63) return Infinity;
+    if (v <= -(2 ** 63)) return -Infinity;
+    return v + PG_EPOCH_US;
   }
 }
 
@@ -119,7 +123,9 @@ export class CopyOutReader {
   #partsLength = 0;
   #headerRead = false;
   #ended = false;
-  /** The first error of `onRow` or of a row's bytes: later rows are skipped, the COPY is read to its end. */
+  /** Whether `onRow` threw or a row's bytes could not be read: later rows are skipped, the COPY is read to its end. */
+  rowFailed = false;
+  /** What was thrown then (anything, `undefined` included). */
   rowError: unknown;
   rows = 0;
 
@@ -196,7 +202,7 @@ export class CopyOutReader {
   }
 
   #data(bytes: Buffer, view: DataView, start: number, end: number): void {
-    if (this.rowError !== undefined) return;
+    if (this.rowFailed) return;
     try {
       let pos = start;
       if (!this.#headerRead) {
@@ -215,6 +221,7 @@ export class CopyOutReader {
       this.#onRow(this.#row);
       this.rows++;
     } catch (error) {
+      this.rowFailed = true;
       this.rowError = error;
     }
   }
@@ -236,6 +243,8 @@ class CopyOut implements pg.Submittable {
   readonly done: Promise<number>;
   /** Set when the session cannot serve another statement: the pool must close it. */
   broken: Error | undefined;
+  /** Set by node-postgres when the connection has a `query_timeout`: its timer is cleared through it. */
+  callback: ((error: unknown, rows?: number) => void) | undefined;
   #resolve!: (rows: number) => void;
   #reject!: (error: unknown) => void;
   #settled = false;
@@ -285,13 +294,15 @@ class CopyOut implements pg.Submittable {
 
   handleError(error: Error): void {
     // A statement error (a SQLSTATE the server answered with) leaves the session usable. A session the
-    // server ended, or a socket that failed, must not go back to the pool for the next query to find.
-    if (isDatabaseUnavailable(error) || typeof (error as { code?: unknown }).code !== 'string') this.broken ??= error;
+    // server ended (a FATAL error, whatever its code), or a socket that failed, must not go back to the
+    // pool for the next query to find.
+    const { code, severity } = error as { code?: unknown; severity?: unknown };
+    if (isDatabaseUnavailable(error) || typeof code !== 'string' || severity === 'FATAL' || severity === 'PANIC') this.broken ??= error;
     this.#settle(error);
   }
 
   handleReadyForQuery(): void {
-    if (this.reader.rowError !== undefined) return this.#settle(this.reader.rowError);
+    if (this.reader.rowFailed) return this.#settle(this.reader.rowError, 0, true);
     try {
       this.reader.finish();
     } catch (error) {
@@ -305,11 +316,30 @@ class CopyOut implements pg.Submittable {
   handleRowDescription(): void {}
   handleDataRow(): void {}
 
-  #settle(error: unknown, rows = 0): void {
+  // Messages of another COPY or a suspended portal reach the driver only if the query text held a
+  // second statement after this COPY: the session is then in no state this reader knows.
+  handleCopyData(): void {
+    this.#unexpected('a second COPY');
+  }
+  handleCopyInResponse(): void {
+    this.#unexpected('a COPY FROM');
+  }
+  handlePortalSuspended(): void {
+    this.#unexpected('a suspended portal');
+  }
+
+  #unexpected(what: string): void {
+    this.broken ??= new CopyFormatError(`${what} after the COPY: the query text holds more than one statement`);
+    this.#settle(this.broken);
+    this.#stream?.destroy(this.broken);
+  }
+
+  #settle(error: unknown, rows = 0, failed = error !== undefined): void {
     if (this.#settled) return;
     this.#settled = true;
-    if (error === undefined) this.#resolve(rows);
-    else this.#reject(error);
+    this.callback?.(failed ? error : null, rows);
+    if (failed) this.#reject(error);
+    else this.#resolve(rows);
   }
 }
 
