@@ -214,7 +214,7 @@ async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, column
  * per row, whose hash table grows with the channels. Sent as rows, they cost it a scan and field copies.
  * Each row: channel (int4), bucket start (µs) or sample time, count, min value and time, max value and
  * time, first time and value, last time and value; times and counts as the int8 they are stored as, values
- * float8 (a cast per field was an eighth of Postgres's cost of sending eight channels' rollup rows).
+ * float8 (cast to float8, eight channels' rollup rows took psql 38 ms to receive, as stored 33 ms).
  */
 async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
   const blocks = sql.join(
@@ -231,8 +231,9 @@ async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, col
                    from (select x.c::int4 as c, x.t::int8 as t, x.v from (${rawSamplesSql(query, columns, plan)}) as x) as s`);
   }
   const { origin, width } = plan;
-  // Rollup rows come in channel and bucket order (the primary key's), several to a query bucket: the
-  // bucket being filled is held at hand, and the map is asked only when the channel or key changes.
+  // Consecutive rows are mostly of one channel and query bucket (an index scan returns them in key order,
+  // a sequential scan as ingest wrote them, a batch's buckets channel by channel): the bucket being filled
+  // is held at hand, and the map is asked only when the channel or key changes.
   let lastChannel = Number.NaN;
   let lastKey = Number.NaN;
   let held: M4 | undefined;
