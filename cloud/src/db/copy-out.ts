@@ -2,6 +2,7 @@ import type { RawBuilder } from 'kysely';
 import type pg from 'pg';
 import { isDatabaseUnavailable } from './errors.ts';
 import type { Executor } from './executor.ts';
+import { PG_EPOCH_US } from './sql-text.ts';
 
 /**
  * Rows out of PostgreSQL in its binary COPY format, read as they stream in.
@@ -18,8 +19,6 @@ import type { Executor } from './executor.ts';
 /** The 11-byte signature of PostgreSQL's binary COPY format, then a flags word and a header extension length. */
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
-/** µs from the Unix epoch to PostgreSQL's epoch (2000-01-01), the origin of a binary timestamptz. */
-const PG_EPOCH_US = 946_684_800_000_000;
 
 /**
  * One row of a binary COPY, read field by field in order. Valid only inside the `onRow` call it is

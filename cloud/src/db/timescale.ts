@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Executor } from './executor.ts';
+import { quoteIdent, quoteLiteral } from './sql-text.ts';
 
 /**
  * Every TimescaleDB statement the cloud issues, as SQL text, and the two steps that run them. Nothing
@@ -53,14 +54,6 @@ const WIDE_TABLE = /^wide_[0-9a-f]{32}$/;
 export function checkWideTable(table: string): string {
   if (!WIDE_TABLE.test(table)) throw new Error(`not a wide table name: ${JSON.stringify(table)}`);
   return table;
-}
-
-function quoteLiteral(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** A regclass argument: the quoted identifier, as a string literal. */

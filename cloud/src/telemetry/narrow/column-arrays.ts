@@ -1,6 +1,7 @@
 import type { SampleValue } from './decode.ts';
 import type { ColumnType } from './message-tables.ts';
 import { float8Text, quotedBytea, quotedText } from '../sql/sql-arrays.ts';
+import { PG_EPOCH_US } from '../../db/sql-text.ts';
 
 /**
  * Message-table rows as array parameters. With node-postgres, one binary array of the table's row type
@@ -68,8 +69,6 @@ export function textColumn(type: ColumnType, values: ReadonlyArray<SampleValue |
   return out + '}';
 }
 
-/** PostgreSQL epoch (2000-01-01) in µs since the Unix epoch: binary timestamps count from it. */
-const PG_EPOCH_US = 946_684_800_000_000;
 
 const FIELD_OID: Record<ColumnType, number> = OID;
 

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/executor.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { messageLayoutOf } from './decode.ts';
 import { isLogTable, type ColumnType, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 import { loadBootSessions } from './session-store.ts';
 
 /**

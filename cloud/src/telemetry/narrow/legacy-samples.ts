@@ -4,7 +4,7 @@ import type { Executor } from '../../db/executor.ts';
 import type { SampleValue } from './decode.ts';
 import { textColumn } from './column-arrays.ts';
 import { ensureMessageTables, loadMessageTables, messageColumns, signalColumn, SOURCE_CODE, SQL_TYPE } from './message-tables.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 
 /**
  * The start-up move of narrow data from the former shape, `narrow_samples` (one row per decoded field,

@@ -1,7 +1,7 @@
 import { MAVLINK_REGISTRY, parseSignalName, unknownSignalName } from '@sortie/contracts/mavlink';
 import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 import { makeNarrowHypertable } from './narrow-timescale.ts';
 import { CHAR, F32, F64, I16, I32, I64, I8, messageLayoutOf, TEXT, U16, U32, U64, U8 } from './decode.ts';
 

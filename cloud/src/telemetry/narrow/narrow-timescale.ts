@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent, quoteLiteral } from '../../db/sql-text.ts';
 
 /**
  * With TimescaleDB, each narrow message table becomes a hypertable with compression
@@ -23,10 +23,6 @@ import { quoteIdent } from '../sql/identifiers.ts';
 export const NARROW_CHUNK_FRAMES = 1_000_000;
 export const NARROW_COMPRESS_AFTER_FRAMES = 2_000_000;
 
-function literal(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
 const TABLE = /^narrow_m_[0-9a-f]{32}_[0-9]{1,7}$/;
 
 export function checkMessageTable(table: string): string {
@@ -39,12 +35,12 @@ export function narrowHypertableStatements(table: string): string[] {
   const t = quoteIdent(checkMessageTable(table));
   const now = quoteIdent(`${table}_now`);
   return [
-    `select create_hypertable(relation => ${literal(t)}, dimension => by_range(column_name => 'frame_seq', partition_interval => ${NARROW_CHUNK_FRAMES}::bigint), ` +
+    `select create_hypertable(relation => ${quoteLiteral(t)}, dimension => by_range(column_name => 'frame_seq', partition_interval => ${NARROW_CHUNK_FRAMES}::bigint), ` +
       'create_default_indexes => false, if_not_exists => true, migrate_data => true)',
-    `create or replace function ${now}() returns bigint language sql stable as ${literal(`select coalesce(max(frame_seq), 0) from ${t}`)}`,
-    `select set_integer_now_func(hypertable => ${literal(t)}, integer_now_func => ${literal(now)}, replace_if_exists => true)`,
+    `create or replace function ${now}() returns bigint language sql stable as ${quoteLiteral(`select coalesce(max(frame_seq), 0) from ${t}`)}`,
+    `select set_integer_now_func(hypertable => ${quoteLiteral(t)}, integer_now_func => ${quoteLiteral(now)}, replace_if_exists => true)`,
     `alter table ${t} set (timescaledb.compress, timescaledb.compress_segmentby = '', timescaledb.compress_orderby = 'frame_seq')`,
-    `select add_compression_policy(hypertable => ${literal(t)}, compress_after => ${NARROW_COMPRESS_AFTER_FRAMES}::bigint, if_not_exists => true)`,
+    `select add_compression_policy(hypertable => ${quoteLiteral(t)}, compress_after => ${NARROW_COMPRESS_AFTER_FRAMES}::bigint, if_not_exists => true)`,
   ];
 }
 

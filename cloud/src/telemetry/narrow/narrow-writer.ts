@@ -6,7 +6,7 @@ import { runHot } from '../../db/prepared.ts';
 import { ServiceError } from '../../platform/errors.ts';
 import { arrayLiteral, quotedText, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { BootSessions, type BootSession, type FrameClock } from './boot-sessions.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 import { binaryRowArray, textColumn } from './column-arrays.ts';
 import {
   CLOCK_COLUMNS,

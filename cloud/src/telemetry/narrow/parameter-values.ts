@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { alignedUs, sessionShift, TIME_SOURCE_OF_CODE } from './alignment.ts';
 import { findSignal, loadMessageTables, messageRelationSql } from './message-tables.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 import { loadBootSessions } from './session-store.ts';
 
 export interface ParameterValue {

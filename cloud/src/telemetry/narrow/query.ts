@@ -12,7 +12,7 @@ import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesR
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { findSignal, holdsNumber, loadMessageTables, numericSql, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 import { loadBootSessions } from './session-store.ts';
 import { signalInfo } from './signal-info.ts';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { loadMessageTables, SOURCE_NAME_SQL, type SignalColumn, messageRelationSql } from './message-tables.ts';
-import { quoteIdent } from '../sql/identifiers.ts';
+import { quoteIdent } from '../../db/sql-text.ts';
 
 /** One stored sample of a narrow dataset, as a client-visible rule sees it (spec: "Narrow storage"). */
 export interface StoredSample {

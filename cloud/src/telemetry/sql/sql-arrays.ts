@@ -1,3 +1,5 @@
+import { PG_EPOCH_US } from '../../db/sql-text.ts';
+
 /**
  * Array parameters of the bulk statements. The ingest path sends one array per column per batch, so
  * their encoding is on the hot path:
@@ -72,8 +74,6 @@ function binaryInt8Elements(oid: number, values: ArrayLike<number>, offset: numb
   return buf;
 }
 
-/** µs from the Unix epoch to PostgreSQL's epoch (2000-01-01), the origin of binary timestamps. */
-const PG_EPOCH_US = 946_684_800_000_000;
 
 /** PostgreSQL's binary timestamptz[] of µs since the Unix epoch (node-postgres sends a Buffer as binary). */
 export function binaryTimestamptzArray(us: ArrayLike<number>): Buffer {
