@@ -19,7 +19,6 @@ import { PG_EPOCH_US } from './sql-text.ts';
 /** The 11-byte signature of PostgreSQL's binary COPY format, then a flags word and a header extension length. */
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
-
 /**
  * One row of a binary COPY, read field by field in order. Valid only inside the `onRow` call it is
  * handed to: the same reader moves on to the next row.
