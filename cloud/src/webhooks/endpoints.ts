@@ -1,5 +1,5 @@
 import { generateWebhookSecret, type WebhookEndpoint } from '@sortie/contracts';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { WebhookEndpointRow } from '../db/schema.ts';
 import { openSecret, sealSecret } from './secret-box.ts';
 import type { Executor } from '../db/executor.ts';
@@ -41,14 +41,47 @@ export function toWebhookEndpoint(row: WebhookEndpointRow, now: Date, last?: Las
 /** The latest delivery attempt of each endpoint given, by id: one probe each of the attempts' endpoint index. */
 export async function lastAttempts(db: Executor, endpointIds: readonly string[]): Promise<Map<string, LastAttempt>> {
   if (endpointIds.length === 0) return new Map();
-  const result = await sql<{ id: string; at: Date; status_code: number | null; error: string | null; event_type: string }>`
-    select e.id, a.attempted_at as at, a.status_code, a.error, a.event_type
+  const result = await sql<{ id: string } & LastAttemptColumns>`
+    select e.id, a.last_at, a.last_status_code, a.last_error, a.last_event_type
     from unnest(${[...endpointIds]}::uuid[]) as e(id)
-    cross join lateral (
-      select attempted_at, status_code, error, event_type from delivery_attempts
-      where endpoint_id = e.id order by attempted_at desc limit 1
-    ) a`.execute(db);
-  return new Map(result.rows.map((r) => [r.id, { at: new Date(r.at), statusCode: r.status_code, error: r.error, eventType: r.event_type }]));
+    cross join lateral (${lastAttemptOf(sql`e.id`)}) a`.execute(db);
+  return new Map(result.rows.map((r) => [r.id, lastAttemptFrom(r)!]));
+}
+
+/**
+ * The organization's endpoints that are not deleted, disabled ones included, oldest first, each with its
+ * latest delivery attempt. One statement, so a failure streak and the attempt beside it are from one
+ * snapshot: read apart, a delivery recorded between the two reads showed its success next to the
+ * streak it had just reset.
+ */
+export async function listEndpointViews(db: Executor, organizationId: string): Promise<Array<{ row: WebhookEndpointRow; last?: LastAttempt }>> {
+  const result = await sql<WebhookEndpointRow & LastAttemptColumns>`
+    select e.*, a.last_at, a.last_status_code, a.last_error, a.last_event_type
+    from webhook_endpoints e
+    left join lateral (${lastAttemptOf(sql`e.id`)}) a on true
+    where e.organization_id = ${organizationId} and e.deleted_at is null
+    order by e.created_at, e.id`.execute(db);
+  return result.rows.map(({ last_at, last_status_code, last_error, last_event_type, ...row }) => ({
+    row: row as WebhookEndpointRow,
+    last: lastAttemptFrom({ last_at, last_status_code, last_error, last_event_type }),
+  }));
+}
+
+interface LastAttemptColumns {
+  last_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_event_type: string | null;
+}
+
+/** An endpoint's latest attempt as one row of `LastAttemptColumns`: one probe of the attempts' endpoint index. */
+function lastAttemptOf(endpointId: RawBuilder<unknown>) {
+  return sql`select attempted_at as last_at, status_code as last_status_code, error as last_error, event_type as last_event_type
+             from delivery_attempts where endpoint_id = ${endpointId} order by attempted_at desc limit 1`;
+}
+
+function lastAttemptFrom(r: LastAttemptColumns): LastAttempt | undefined {
+  return r.last_at === null ? undefined : { at: new Date(r.last_at), statusCode: r.last_status_code, error: r.last_error, eventType: r.last_event_type! };
 }
 
 function overlapOpen(row: WebhookEndpointRow, now: Date): boolean {
@@ -77,18 +110,6 @@ export async function createEndpoint(
     .returningAll()
     .executeTakeFirstOrThrow();
   return { row, secret };
-}
-
-/** The organization's endpoints that are not deleted, disabled ones included, oldest first. */
-export function listEndpoints(db: Executor, organizationId: string): Promise<WebhookEndpointRow[]> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('deleted_at', 'is', null)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
 }
 
 /**

@@ -12,7 +12,7 @@ import type { AppContext } from '../platform/context.ts';
 import { invalidRequest, notFound } from '../platform/errors.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { readJson } from '../http/validation.ts';
-import { createEndpoint, deleteEndpoint, lastAttempts, listEndpoints, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';
+import { createEndpoint, deleteEndpoint, lastAttempts, listEndpointViews, rotateEndpointSecret, toWebhookEndpoint, updateEndpoint } from './endpoints.ts';
 import { checkWebhookUrl } from '../net/url-guard.ts';
 
 /** /api/webhooks/{create,list,update,rotate,delete}. The deliveries listing lives with the delivery engine. */
@@ -36,10 +36,9 @@ export function webhooksRoutes(ctx: AppContext) {
       return c.json(response, 201);
     })
     .get('/webhooks/list', requireScope(ctx, 'webhooks:read'), async (c) => {
-      const rows = await listEndpoints(ctx.db, c.get('principal').organizationId);
-      const last = await lastAttempts(ctx.db, rows.map((r) => r.id));
+      const views = await listEndpointViews(ctx.db, c.get('principal').organizationId);
       const now = ctx.clock.now();
-      return c.json(rows.map((row) => toWebhookEndpoint(row, now, last.get(row.id))));
+      return c.json(views.map(({ row, last }) => toWebhookEndpoint(row, now, last)));
     })
     .post('/webhooks/update', requireScope(ctx, 'webhooks:write'), async (c) => {
       const body = await readJson(c, UpdateWebhookRequestSchema);
