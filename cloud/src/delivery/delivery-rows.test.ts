@@ -1,28 +1,21 @@
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import type { Executor } from '../db/executor.ts';
 import { migrationProvider } from '../db/migrations/index.ts';
 import { seedQueuedCommand } from '../testing/delivery-rows.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../testing/test-database.ts';
 
 // The delivery rows keep one chain of foreign keys (organization → command → job → attempt, command →
 // ack token, job → endpoint) and not the shortcuts beside it, which cost a parent lookup and lock per
 // row (migration 0009). These tests hold that the chain still guards and still cascades.
 
-let testDb: TestDatabase;
-let database: DatabaseHandle;
+let database: MigratedTestDatabase;
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await openDatabase({ url: testDb.url, dataDir: '.' });
-  await migrateToLatest(database.db);
+  database = await migratedTestDatabase();
 });
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
-});
+afterAll(() => database?.drop());
 
 /** An organization with one command dispatched to one endpoint: its job, an attempt and an ack token. */
 async function seed() {

@@ -1,29 +1,22 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { seedQueuedCommand } from '../testing/delivery-rows.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../testing/test-database.ts';
 import { LEASE_ROW_COLUMNS, leaseAndLoadMany, markPublished, recordAttempts, type AttemptRecord } from './jobs.ts';
 
-let testDb: TestDatabase;
-let database: DatabaseHandle;
+let database: MigratedTestDatabase;
 const jobs: string[] = [];
 const endpoints: string[] = [];
 let ids: { org: string; ds: string; cmd: string };
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await openDatabase({ url: testDb.url, dataDir: '.' });
-  await migrateToLatest(database.db);
+  database = await migratedTestDatabase();
   const seeded = await seedQueuedCommand(database.db, 3);
   ids = { org: seeded.org, ds: seeded.ds, cmd: seeded.cmd };
   endpoints.push(...seeded.endpoints);
   jobs.push(...seeded.jobs);
 });
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
-});
+afterAll(() => database?.drop());
 
 // Found by bench:dispatch: marking published waited on rows a lease batch held, in the opposite lock
 // order, and Postgres broke the deadlock after 1 s — a 1 s stall in delivery.

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { createLogger } from '../platform/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../testing/test-database.ts';
 import { dropDeliveryStream, TEST_NATS_URL, uniqueNatsNamespace } from '../testing/nats-server.ts';
 import { loadPendingJobs } from './jobs.ts';
 import { MemoryDeliveryQueue } from './memory-queue.ts';
@@ -16,16 +15,13 @@ import { ack, nak, type DeliveryQueue, type JobDecision, type QueuedJob } from '
  */
 
 const logger = createLogger('silent');
-let testDb: TestDatabase;
-let database: DatabaseHandle;
+let database: MigratedTestDatabase;
 let organizationId: string;
 let commandId: string;
 let endpointId: string;
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await openDatabase({ url: testDb.url, dataDir: '.' });
-  await migrateToLatest(database.db);
+  database = await migratedTestDatabase();
   const db = database.db;
   organizationId = crypto.randomUUID();
   const experimentId = crypto.randomUUID();
@@ -61,10 +57,7 @@ beforeAll(async () => {
     .execute();
 });
 
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
-});
+afterAll(() => database?.drop());
 
 /** A real pending outbox row. The unique (command, endpoint) pair is avoided with a fresh endpoint each time. */
 async function seedJob(): Promise<QueuedJob> {

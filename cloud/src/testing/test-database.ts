@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 
 /** The server integration tests run against; CI and the dev machine have PostgreSQL on loopback. */
 export const TEST_ADMIN_URL = process.env.SORTIE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -34,4 +35,19 @@ export async function createTestDatabase(adminUrl = TEST_ADMIN_URL): Promise<Tes
       }
     },
   };
+}
+
+/** A fresh database, migrated and opened as the service opens it; `drop` closes it and drops the database. */
+export type MigratedTestDatabase = DatabaseHandle & { drop(): Promise<void> };
+
+export async function migratedTestDatabase(): Promise<MigratedTestDatabase> {
+  const testDb = await createTestDatabase();
+  const handle = await openDatabase({ url: testDb.url, dataDir: '.' });
+  await migrateToLatest(handle.db);
+  return Object.assign(handle, {
+    drop: async () => {
+      await handle.close();
+      await testDb.drop();
+    },
+  });
 }

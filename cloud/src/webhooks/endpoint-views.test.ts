@@ -1,22 +1,15 @@
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/connect.ts';
 import { seedQueuedCommand } from '../testing/delivery-rows.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.ts';
+import { migratedTestDatabase, type MigratedTestDatabase } from '../testing/test-database.ts';
 import { listEndpointViews } from './endpoints.ts';
 
-let testDb: TestDatabase;
-let database: DatabaseHandle;
+let database: MigratedTestDatabase;
 
 beforeAll(async () => {
-  testDb = await createTestDatabase();
-  database = await openDatabase({ url: testDb.url, dataDir: '.' });
-  await migrateToLatest(database.db);
+  database = await migratedTestDatabase();
 });
-afterAll(async () => {
-  await database?.close();
-  await testDb?.drop();
-});
+afterAll(() => database?.drop());
 
 describe('listEndpointViews', () => {
   it('shows a failure streak and the latest attempt from one snapshot, even when a delivery is recorded mid-read', async () => {
