@@ -108,22 +108,12 @@ try {
   // bucket width, and the whole range's rollup rows.
   const density = ROWS / ((ROWS - 1) * SAMPLE_US + 1);
   const rawBucketUs = planQuery(mid, mid + 2_000_000, bucketsForBudget(2000), density).width;
-  // Where eight channels' time goes in SQL: the rollup rows the whole-range plan reads for them, fetched
-  // alone, and grouped into the plan's buckets with scalar aggregates only (count, min, max: the cheapest
-  // grouping, less than the M4 the Query computes).
+  // Where eight channels' time goes in SQL: the rollup packs the whole-range plan reads for them (one
+  // row per bucket, the eight channels' slots side by side), fetched alone.
   const wholePlan = planQuery(START_US, START_US + (ROWS - 1) * SAMPLE_US + 1, bucketsForBudget(2000), density);
   const block = wholePlan.blocks.reduce((a, b) => (b.to - b.from > a.to - a.from ? b : a));
-  const rollupRows = `from telemetry_rollups where dataset_id = $1::uuid and channel = any($2::int4[]) and width_ms = $3::int4 and bucket >= $4::int8 and bucket < $5::int8`;
-  const eightIds = '{0,1,2,3,4,5,6,7}';
-  const rollupArgs = [datasetId, eightIds, block.widthMs, block.from, block.to];
-  const fetch8 = await timed(RUNS, () => direct.query(`select sum(min_value), sum(count) ${rollupRows}`, rollupArgs));
-  const group8 = await timed(RUNS, () =>
-    direct.query(`select count(g.*) from (select channel, (bucket - $6::int8) / $7::int8, sum(count), min(min_value), max(max_value) ${rollupRows} group by 1, 2) g`, [
-      ...rollupArgs,
-      wholePlan.origin,
-      wholePlan.width,
-    ]),
-  );
+  const packRows = `from telemetry_rollup_packs where dataset_id = $1::uuid and channel_group = 0 and width_ms = $2::int4 and bucket >= $3::int8 and bucket < $4::int8`;
+  const fetch8 = await timed(RUNS, () => direct.query(`select sum(length(data)), count(*) ${packRows}`, [datasetId, block.widthMs, block.from, block.to]));
   const scan2s = await timed(RUNS, () => direct.query(`select sum(ch_3) from ${table} where ${range}`, [mid, mid + 2_000_000]));
   const group2s = await timed(RUNS, () =>
     direct.query(
@@ -140,32 +130,22 @@ try {
     row.timestampUs();
     row.float8();
   }));
-  // The eight-channel whole range's own floor: the plan's rollup rows out by binary COPY as the Query
-  // reads them (four reads of two channels at once, native int4/int8/float8 fields), walked and grouped
-  // into nothing.
-  const fourPool = new pg.Pool({ connectionString: database.url, max: 4 });
+  // The eight-channel whole range's own floor: the plan's rollup packs out by binary COPY as the Query
+  // reads them (bucket and the eight slots), walked and grouped into nothing.
+  const packPool = new pg.Pool({ connectionString: database.url, max: 1 });
   const rollupBlocks = wholePlan.blocks.map((b) => `(width_ms = ${b.widthMs} and bucket >= ${b.from} and bucket < ${b.to})`).join(' or ');
   let rollupRowsRead = 0;
   const copyRollups = await timed(Math.ceil(RUNS / 5), async () => {
-    const counts = await Promise.all([[0, 1], [2, 3], [4, 5], [6, 7]].map((channels) =>
-      copyRowsOut(
-        fourPool,
-        `select channel, bucket, count, min_value, min_time, max_value, max_time, first_time, first_value, last_time, last_value
-         from telemetry_rollups where dataset_id = '${datasetId}'::uuid and channel in (${channels.join(', ')}) and (${rollupBlocks})`,
-        (row) => {
-          row.int4();
-          row.int8();
-          row.int8();
-          for (let i = 0; i < 4; i++) {
-            row.float8();
-            row.int8();
-          }
-        },
-      ),
-    ));
-    rollupRowsRead = counts.reduce((a, b) => a + b, 0);
+    rollupRowsRead = await copyRowsOut(
+      packPool,
+      `select bucket, substring(data from 1 for ${8 * 72}) from telemetry_rollup_packs where dataset_id = '${datasetId}'::uuid and channel_group = 0 and (${rollupBlocks})`,
+      (row) => {
+        row.int8();
+        row.bytea();
+      },
+    );
   });
-  await fourPool.end();
+  await packPool.end();
   await copyPool.end();
   await direct.end();
 
@@ -183,9 +163,9 @@ try {
   console.log(`baseline: naive M4 over raw rows in SQL  : ${fmt(naive)}  (count(*) alone: ${fmt(count)})`);
   console.log(`floor of the 2 s window in SQL           : range scan ${fmt(scan2s)}; count/min/max per ${rawBucketUs / 1000} ms bucket ${fmt(group2s)}`);
   console.log(`floor of the 2 s window by binary COPY   : rows out and walked, grouped into nothing: ${fmt(copy2s)}`);
-  console.log(`8 channels' rollup rows in SQL            : fetched ${fmt(fetch8)}; count/min/max per ${wholePlan.width / 1000} ms bucket ${fmt(group8)} (one statement)`);
+  console.log(`8 channels' rollup packs in SQL           : fetched ${fmt(fetch8)} (the widest block, ${block.widthMs} ms)`);
   console.log(`2 s window's floor, fixed cost + grouping: ${(window1ms.p50 + group2s.p50).toFixed(1)} ms p50 (before the exact M4's times and first/last values)`);
-  console.log(`8 channels' rollup rows by binary COPY   : four reads at once, ${rollupRowsRead.toLocaleString('en-US')} rows out and walked, grouped into nothing: ${fmt(copyRollups)}`);
+  console.log(`8 channels' rollup packs by binary COPY  : ${rollupRowsRead.toLocaleString('en-US')} packs out and walked, grouped into nothing: ${fmt(copyRollups)}`);
   console.log(`8 channels' floor, fixed cost + that COPY: ${(window1ms.p50 + copyRollups.p50).toFixed(1)} ms p50, against 2× one channel (as columns) ${(2 * wholeColumns.p50).toFixed(1)} ms and 50 ms`);
   console.log(`target p50 ≤ 100 ms                      : ${whole.p50 <= 100 ? 'met' : 'MISSED'}`);
   const ratio = eight.p50 / whole.p50;

@@ -135,7 +135,7 @@ try {
     ['2 s window (raw rows)', wideQuery(['3'], mid, mid + 2_000_000), RUNS],
     ['200 ms window (raw rows)', wideQuery(['3'], mid, mid + 200_000), RUNS],
   ];
-  const wideBefore = { table: await hypertableBytes(wideTable), rollups: await relationBytes('telemetry_rollups') };
+  const wideBefore = { table: await hypertableBytes(wideTable), rollups: await relationBytes('telemetry_rollup_packs') };
   const queryBefore: number[] = [];
   for (const [, fn, runs] of shapes) queryBefore.push(await p50Of(runs, fn));
 
@@ -162,7 +162,7 @@ try {
     `select count(*)::int as n, count(*) filter (where is_compressed)::int as c from timescaledb_information.chunks where hypertable_name = any($1::text[])`,
     [[wideTable, ...narrowTables]],
   );
-  const wideAfter = { table: await hypertableBytes(wideTable), rollups: await relationBytes('telemetry_rollups') };
+  const wideAfter = { table: await hypertableBytes(wideTable), rollups: await relationBytes('telemetry_rollup_packs') };
   const narrowAfter = { sitl: await narrowBytes(sitlId), long: await narrowBytes(longId) };
   const queryAfter: number[] = [];
   for (const [, fn, runs] of shapes) queryAfter.push(await p50Of(runs, fn));

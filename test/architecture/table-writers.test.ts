@@ -41,7 +41,7 @@ const OWNERS: Record<string, string> = {
   notifications: 'notifications',
   limit_rules: 'limits',
   limit_states: 'limits',
-  telemetry_rollups: 'telemetry',
+  telemetry_rollup_packs: 'telemetry',
   narrow_datasets: 'telemetry',
   narrow_boot_sessions: 'telemetry',
   narrow_message_tables: 'telemetry',

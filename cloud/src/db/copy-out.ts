@@ -76,6 +76,21 @@ export class CopyRow {
     return v;
   }
 
+  /**
+   * A bytea field, or null for SQL NULL, as a view of the bytes as received: `view` holds them at
+   * [offset, offset + length). Valid only until `onRow` returns; the view is the socket's chunk.
+   */
+  bytea(): { view: DataView; offset: number; length: number } | null {
+    if (this.#pos + 4 > this.#end) throw new CopyFormatError('a field read past the end of its row');
+    const length = this.#view.getInt32(this.#pos);
+    this.#pos += 4;
+    if (length === -1) return null;
+    if (length < 0 || this.#pos + length > this.#end) throw new CopyFormatError('a field read past the end of its row');
+    const field = { view: this.#view, offset: this.#pos, length };
+    this.#pos += length;
+    return field;
+  }
+
   /** A timestamptz field as µs since the Unix epoch (exact below 2^53 µs), ±Infinity for 'infinity'; null for SQL NULL. */
   timestampUs(): number | null {
     const v = this.int8();

@@ -293,21 +293,14 @@ export interface AckAttemptsTable {
  * M4 aggregate of one bucket of one numeric channel, kept by ingest in the write's transaction
  * (telemetry/rollups.ts). Times are µs since the epoch; `bucket` is a multiple of `width_ms` × 1000.
  */
-export interface TelemetryRollupsTable {
+/** A wide dataset's rollups: per channel group, width and bucket, the channels' M4 aggregates packed in `data` (telemetry/wide/rollup-packs.ts). */
+export interface TelemetryRollupPacksTable {
   dataset_id: string;
-  /** ch_N index of a wide dataset. */
-  channel: number;
+  /** ch_N index / 16. */
+  channel_group: number;
   width_ms: number;
   bucket: number;
-  count: number;
-  min_value: number;
-  min_time: number;
-  max_value: number;
-  max_time: number;
-  first_time: number;
-  first_value: number;
-  last_time: number;
-  last_value: number;
+  data: Uint8Array;
 }
 
 /**
@@ -400,7 +393,7 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   ack_tokens: AckTokensTable;
   ack_attempts: AckAttemptsTable;
-  telemetry_rollups: TelemetryRollupsTable;
+  telemetry_rollup_packs: TelemetryRollupPacksTable;
   narrow_message_tables: NarrowMessageTablesTable;
   log_imports: LogImportsTable;
   flight_parameters: FlightParametersTable;

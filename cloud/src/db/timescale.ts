@@ -14,8 +14,8 @@ import { quoteIdent, quoteLiteral } from './sql-text.ts';
  * - narrow message tables (`narrow_m_<dataset>_<msgid>`, one row per MAVLink frame): yes, partitioned
  *   on their key `frame_seq` (never on time: it mixes clocks, and in the key it would weaken the
  *   redelivery dedupe). Their statements are in telemetry/narrow/narrow-timescale.ts.
- * - `telemetry_rollups`: no, and no continuous aggregates either. Ingest keeps it exact in the
- *   statement of every raw write; a continuous aggregate lags its refresh and misses late or
+ * - `telemetry_rollup_packs`: no, and no continuous aggregates either. Ingest keeps it exact in the
+ *   transaction of every raw write; a continuous aggregate lags its refresh and misses late or
  *   overwritten data below its watermark, and cannot follow a wide table that gains columns.
  *
  * Statements use named arguments only, so a renamed parameter fails loudly instead of binding to the
@@ -43,7 +43,7 @@ export const WIDE_CHUNK_INTERVAL = '1 hour';
  * Compress chunks once their data is 7 days old. Before that, late data is likely (an edge agent
  * replays its spool after an outage; a rig re-sends a run) and the merge path rewrites rows, which
  * on a compressed chunk means decompressing batches first. After it, raw rows are read only at the
- * edges of a Query (the middle comes from telemetry_rollups), so columnar storage costs little on
+ * edges of a Query (the middle comes from telemetry_rollup_packs), so columnar storage costs little on
  * read and saves most of the disk: doubles sampled at a fixed rate compress well.
  */
 export const WIDE_COMPRESS_AFTER = '7 days';

@@ -14,6 +14,7 @@ import * as m0012 from './0012-limit-webhooks.ts';
 import * as m0013 from './0013-endpoint-attempts.ts';
 import * as m0014 from './0014-onboard-logs.ts';
 import * as m0015 from './0015-narrow-shared-rows.ts';
+import * as m0016 from './0016-rollup-packs.ts';
 
 /** The ordered, static list of migrations. Append only; never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ export const migrations: Record<string, Migration> = {
   '0013-endpoint-attempts': m0013,
   '0014-onboard-logs': m0014,
   '0015-narrow-shared-rows': m0015,
+  '0016-rollup-packs': m0016,
 };
 
 export const migrationProvider: MigrationProvider = {

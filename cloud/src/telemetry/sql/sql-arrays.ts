@@ -95,6 +95,8 @@ export interface ArrayEncoder {
   float8(values: ArrayLike<number>, present?: ArrayLike<number>, length?: number): string | Buffer;
   int8(values: ArrayLike<number>): string | Buffer;
   int4(values: ArrayLike<number>): string | Buffer;
+  /** Bytes for a `$1::bytea` parameter (both drivers take bytes as they are: PGlite refuses a hex text). */
+  bytea(bytes: Uint8Array): Uint8Array;
 }
 
 export const textArrays: ArrayEncoder = {
@@ -108,6 +110,7 @@ export const textArrays: ArrayEncoder = {
   },
   int8: numberArrayLiteral,
   int4: numberArrayLiteral,
+  bytea: (bytes) => bytes,
 };
 
 export const binaryArrays: ArrayEncoder = {
@@ -136,6 +139,7 @@ export const binaryArrays: ArrayEncoder = {
     }
     return buf;
   },
+  bytea: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
 };
 
 /**

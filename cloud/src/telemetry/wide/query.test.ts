@@ -5,7 +5,7 @@ import { createOrganization } from '../../auth/organizations.ts';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/connect.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.ts';
 import { wideChannelRows } from '../../testing/wide-channels.ts';
-import { bucketsForBudget, READS_PER_QUERY } from '../series/series.ts';
+import { bucketsForBudget } from '../series/series.ts';
 import { binaryArrays } from '../sql/sql-arrays.ts';
 import { planQuery } from './query-plan.ts';
 import { queryWide, type WideQuery } from './query.ts';
@@ -109,10 +109,10 @@ describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', 
     expect(rawOnly.blocks).toHaveLength(0);
     expect(rawOnly.raw).toHaveLength(1);
     // Both kinds of plan read by COPY: a raw-only plan in one statement for every channel, a plan with
-    // rollups in one per part of the channels.
+    // rollups in one for its packs (the four channels share a group) and one for its raw edges.
     let checkouts = copyCheckouts;
     await read(ALL, T0 + 1_234_567, T0 + 8_534_567, 200, true);
-    expect(copyCheckouts).toBe(checkouts + Math.min(READS_PER_QUERY, ALL.length));
+    expect(copyCheckouts).toBe(checkouts + 2);
     checkouts = copyCheckouts;
     const window = await read(ALL, T0 + 20_000_123, T0 + 22_000_123, 2000, true);
     expect(copyCheckouts).toBe(checkouts + 1);
@@ -121,5 +121,48 @@ describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', 
     const whole = await read(ALL, undefined, undefined, 2000, true);
     expect(whole.map((s) => s.rawPoints)).toEqual([ROWS, ROWS / 3, ROWS, 40_000]);
     expect(whole[0]!.samples.at(-1)!.t).toBe(lastUs);
+  });
+});
+
+describe('queryWide: rollups packed sixteen channels to a row', () => {
+  it('reads each channel from its own slot, across groups, alone or together', async () => {
+    // ch_1 and ch_21 hold the same series (slot 1 of group 0, slot 5 of group 1); ch_20 holds ch_5's plus 1000.
+    const columns = writableColumns(wideChannelRows(Array.from({ length: 22 }, () => 'double precision')));
+    const id = crypto.randomUUID();
+    const packedTable = `wide_${id.replaceAll('-', '')}`;
+    const { organization_id, experiment_id } = await handle.db.selectFrom('datasets').select(['organization_id', 'experiment_id']).where('id', '=', datasetId).executeTakeFirstOrThrow();
+    await handle.db
+      .insertInto('datasets')
+      .values({ id, organization_id, experiment_id, name: 'packed', storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: packedTable })
+      .execute();
+    await sql.raw(`create table ${packedTable} (time timestamptz primary key, ${[...columns.values()].map((c) => `${c.name} double precision`).join(', ')})`).execute(handle.db);
+    for (let start = 0; start < 60_000; start += 10_000) {
+      const builder = new WideBatchBuilder(columns);
+      for (let i = start; i < start + 10_000; i++) {
+        const us = T0 + i * 500;
+        const a = Math.sin(i / 300) * 100;
+        const b = (i * 7919) % 1009;
+        builder.putChecked(us, columns.get(1)!, a, undefined);
+        builder.putChecked(us, columns.get(21)!, a, undefined);
+        builder.putChecked(us, columns.get(5)!, b, undefined);
+        builder.putChecked(us, columns.get(20)!, b + 1000, undefined);
+      }
+      await writeWideBatch(handle.db, { datasetId: id, table: packedTable, arrays: binaryArrays }, builder.take());
+    }
+    const ask = async (indices: number[], viaCopy: boolean) => {
+      const picked = indices.map((i) => columns.get(i)!);
+      const query: WideQuery = { datasetId: id, table: packedTable, channelIds: indices.map(String), from: T0 + 1_111, to: undefined, maxPoints: 1000 };
+      return queryWide(handle.db, query, picked, viaCopy ? copyPool : undefined);
+    };
+    for (const viaCopy of [true, false]) {
+      const [c21, c5, c1, c20] = await ask([21, 5, 1, 20], viaCopy);
+      const [alone] = await ask([1], viaCopy);
+      expect(c1!.rawPoints).toBe(60_000 - 3);
+      expect(c1!.samples.length).toBeGreaterThan(900);
+      expect(c21!.samples).toEqual(c1!.samples);
+      expect(alone!.samples).toEqual(c1!.samples);
+      expect(c20!.samples.map((p) => p.v)).toEqual(c5!.samples.map((p) => p.v! + 1000));
+      expect([c21, c5, c20].map((c) => c!.rawPoints)).toEqual([60_000 - 3, 60_000 - 3, 60_000 - 3]);
+    }
   });
 });

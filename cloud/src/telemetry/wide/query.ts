@@ -4,8 +4,9 @@ import { copyRowsOut, copyStatementText } from '../../db/copy-out.ts';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { addSample, m4Of, m4sFromPacked, m4sInKeyOrder, mergeParts, type M4 } from '../series/m4.ts';
+import { addSample, m4Of, m4sInKeyOrder, mergeParts, PACKED_M4_WIDTH, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
@@ -51,10 +52,11 @@ export function resolveQueryColumns(channelIds: readonly string[], columns: Read
  *
  * Channels are read together, not one statement each: one statement finds every channel's extent, and
  * channels whose extents give the same plan (the usual case: a wide dataset's channels share its rows)
- * are read by one statement per plan. Raw rows are scanned once for all of them; rollup rows, which are
- * per channel, are split across at most READS_PER_QUERY statements so that both cores work without a
- * many-channel Query taking the pool. With `pool` (node-postgres) each statement is a binary COPY whose
- * rows are folded into buckets here; without it (PGlite) the buckets are grouped in SQL (`m4Buckets`).
+ * are read together. Raw rows are scanned once for all of them; rollups come as packs, a row per bucket
+ * holding up to 16 channels (rollup-packs.ts), read once per channel group. At most READS_PER_QUERY
+ * statements run at once, so both cores work without a many-channel Query taking the pool. With `pool`
+ * (node-postgres) statements are binary COPYs whose rows are folded into buckets here; without it
+ * (PGlite) packs are read as rows and raw samples grouped in SQL (`readsOf`).
  */
 export async function queryWide(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], pool?: pg.Pool): Promise<SeriesResult[]> {
   if (query.from !== undefined && query.to !== undefined && query.from > query.to) {
@@ -62,7 +64,7 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
   }
   const extents = await channelExtents(db, query.datasetId, columns);
   const maxBuckets = bucketsForBudget(query.maxPoints);
-  const groups = new Map<string, { plan: QueryPlan; columns: WideColumnInfo[] }>();
+  const groups = new Map<string, { plan: QueryPlan; columns: WideColumnInfo[]; out: Map<number, Map<number, M4>> }>();
   for (const column of new Map(columns.map((c) => [c.index, c])).values()) {
     const extent = extents.get(column.index);
     if (!extent) continue;
@@ -73,102 +75,166 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
     const key = JSON.stringify(plan);
     const group = groups.get(key);
     if (group) group.columns.push(column);
-    else groups.set(key, { plan, columns: [column] });
+    else groups.set(key, { plan, columns: [column], out: new Map() });
   }
-  const reads = [...groups.values()].flatMap(({ plan, columns }) =>
-    splitEvenly(columns, plan.blocks.length > 0 ? READS_PER_QUERY : 1).map((part) => ({ plan, columns: part })),
-  );
-  const buckets = new Map<number, M4[]>();
-  await mapLimit(reads, READS_PER_QUERY, async ({ plan, columns }) => {
-    for (const [channel, m4s] of await m4Buckets(db, pool, query, columns, plan)) buckets.set(channel, m4s);
+  const reads = [...groups.values()].flatMap(({ plan, columns, out }) => {
+    for (const column of columns) out.set(column.index, new Map());
+    return readsOf(db, pool, query, columns, plan, out);
   });
+  await mapLimit(reads, READS_PER_QUERY, (read) => read());
+  const buckets = new Map<number, M4[]>();
+  for (const { columns, out } of groups.values()) {
+    for (const column of columns) buckets.set(column.index, m4sInKeyOrder(out.get(column.index)!));
+  }
   return columns.map((column, i) => {
     const m4s = buckets.get(column.index) ?? [];
     return { channelId: query.channelIds[i]!, samples: samplesFromBuckets(m4s, query.maxPoints), rawPoints: m4s.reduce((n, b) => n + b.count, 0) };
   });
 }
 
-/** `items` in at most `parts` runs of near-equal length, order kept. */
-function splitEvenly<T>(items: readonly T[], parts: number): T[][] {
-  const n = Math.min(parts, items.length);
-  return Array.from({ length: n }, (_, k) => items.slice(Math.floor((k * items.length) / n), Math.floor(((k + 1) * items.length) / n)));
-}
-
 /**
- * Each channel's extent from the coarsest rollups (one row per day of data), in one statement: narrows
- * unbounded or oversized ranges to where samples are, so the buckets are spent on data. A channel
- * without samples has no entry.
+ * Each channel's extent from the coarsest rollups (one pack per day of data and channel group), in one
+ * statement: narrows unbounded or oversized ranges to where samples are, so the buckets are spent on
+ * data. A channel without samples has no entry.
  */
 async function channelExtents(db: Executor, datasetId: string, columns: readonly WideColumnInfo[]): Promise<Map<number, { first: number; last: number; count: number }>> {
   const coarsest = ROLLUP_WIDTHS_MS[ROLLUP_WIDTHS_MS.length - 1]!;
-  const result = await sql<{ channel: number; first: number; last: number; count: number }>`
-    select channel, min(first_time)::float8 as first, max(last_time)::float8 as last, sum(count)::float8 as count from telemetry_rollups
-    where dataset_id = ${datasetId}::uuid and channel = any(${numberArrayLiteral(columns.map((c) => c.index))}::int4[]) and width_ms = ${coarsest}::int4
-    group by channel
+  const groups = [...new Set(columns.map((c) => packGroup(c.index)))];
+  const result = await sql<{ g: number; data: Uint8Array }>`
+    select channel_group as g, data from telemetry_rollup_packs
+    where dataset_id = ${datasetId}::uuid and channel_group = any(${numberArrayLiteral(groups)}::int4[]) and width_ms = ${coarsest}::int4
   `.execute(db);
-  return new Map(result.rows.map((r) => [r.channel, r]));
+  const extents = new Map<number, { first: number; last: number; count: number }>();
+  for (const row of result.rows) {
+    const view = new DataView(row.data.buffer, row.data.byteOffset, row.data.byteLength);
+    for (const column of columns) {
+      if (packGroup(column.index) !== row.g) continue;
+      const m4 = readSlot(view, 0, row.data.byteLength, packSlot(column.index));
+      if (!m4) continue;
+      const extent = extents.get(column.index);
+      if (!extent) extents.set(column.index, { first: m4.firstT, last: m4.lastT, count: m4.count });
+      else {
+        extent.first = Math.min(extent.first, m4.firstT);
+        extent.last = Math.max(extent.last, m4.lastT);
+        extent.count += m4.count;
+      }
+    }
+  }
+  return extents;
 }
 
 /**
- * M4 per query bucket of each channel, in time order. With a node-postgres pool the plan's rows come out
- * by binary COPY and are folded here: a plan of raw rows only one row per instant with every channel in
- * it (`foldRawRows`), a plan with rollups its rollup rows and edge samples as partial aggregates
- * (`foldRollupRows`). PGlite, which has no COPY to a client, groups them in SQL (`groupedInSql`).
+ * The statements reading a plan's buckets into `out` (channel → query bucket key → M4): one per channel
+ * group for the rollup packs, one for the raw rows (edges narrower than the finest rollup width, or the
+ * whole range when it is read raw). They fill one map and may run at once: each merges row by row.
  */
-async function m4Buckets(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, M4[]>> {
-  if (pool === undefined) return groupedInSql(db, query, columns, plan);
-  const byKey = new Map<number, Map<number, M4>>(columns.map((c) => [c.index, new Map()]));
-  if (plan.blocks.length === 0) await foldRawRows(db, pool, query, columns, plan, byKey);
-  else await foldRollupRows(db, pool, query, columns, plan, byKey);
-  return new Map([...byKey].map(([channel, m4s]) => [channel, m4sInKeyOrder(m4s)]));
+function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Array<() => Promise<void>> {
+  const reads: Array<() => Promise<void>> = [];
+  if (plan.blocks.length > 0) {
+    const byGroup = new Map<number, WideColumnInfo[]>();
+    for (const column of columns) {
+      const group = byGroup.get(packGroup(column.index));
+      if (group) group.push(column);
+      else byGroup.set(packGroup(column.index), [column]);
+    }
+    for (const [group, members] of byGroup) reads.push(() => foldPacks(db, pool, query, group, members, plan, out));
+  }
+  if (plan.raw.length > 0) reads.push(() => (pool ? foldRawRows(db, pool, query, columns, plan, out) : groupRawInSql(db, query, columns, plan, out)));
+  return reads;
 }
 
 /**
- * The plan's rollup rows and raw rows grouped per query bucket in one statement, on PGlite.
+ * The plan's rollup packs of one channel group, merged into their query buckets here. Only the span of
+ * slots from the lowest to the highest requested channel is sent (`substring`): a one-channel Query of a
+ * sixteen-channel group reads 72 bytes per bucket, not 1,152. With a node-postgres pool the rows come out
+ * by binary COPY and are read where they lie in the socket's chunks; on PGlite as rows.
+ */
+async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQuery, group: number, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+  const slots = columns.map((c) => packSlot(c.index));
+  const low = Math.min(...slots);
+  const high = Math.max(...slots);
+  const blocks = sql.join(
+    plan.blocks.map((b) => sql`(p.width_ms = ${sql.lit(b.widthMs)} and p.bucket >= ${sql.lit(b.from)} and p.bucket < ${sql.lit(b.to)})`),
+    sql` or `,
+  );
+  const statement = sql`
+    select p.bucket, substring(p.data from ${sql.lit(low * SLOT_BYTES + 1)} for ${sql.lit((high - low + 1) * SLOT_BYTES)}) as data
+    from telemetry_rollup_packs as p
+    where p.dataset_id = ${sql.lit(query.datasetId)}::uuid and p.channel_group = ${sql.lit(group)} and (${blocks})`;
+  const targets = columns.map((c) => out.get(c.index)!);
+  const offsets = slots.map((slot) => (slot - low) * SLOT_BYTES);
+  const { origin, width } = plan;
+  // Packs arrive mostly in bucket order (an index scan returns them so; a sequential scan as ingest
+  // wrote them), several to a query bucket: each channel's bucket being filled is held at hand, and the
+  // map is asked only when the key changes.
+  const lastKey = columns.map(() => Number.NaN);
+  const held = columns.map((): M4 | undefined => undefined);
+  const fold = (bucket: number, view: DataView, offset: number, length: number) => {
+    const key = Math.floor((bucket - origin) / width);
+    for (let i = 0; i < targets.length; i++) {
+      const at = offset + offsets[i]!;
+      if (at + SLOT_BYTES > offset + length) continue;
+      const count = view.getFloat64(at);
+      if (count === 0) continue;
+      let m4 = key === lastKey[i] ? held[i] : targets[i]!.get(key);
+      if (m4 === undefined) {
+        targets[i]!.set(key, (m4 = readSlot(view, at, SLOT_BYTES, 0)!));
+      } else {
+        mergeParts(m4, count, view.getFloat64(at + 8), view.getFloat64(at + 16), view.getFloat64(at + 24), view.getFloat64(at + 32),
+          view.getFloat64(at + 40), view.getFloat64(at + 48), view.getFloat64(at + 56), view.getFloat64(at + 64));
+      }
+      lastKey[i] = key;
+      held[i] = m4;
+    }
+  };
+  if (pool === undefined) {
+    const result = await sql<{ bucket: number; data: Uint8Array }>`select b::float8 as bucket, data from (${statement}) as s(b, data)`.execute(db);
+    for (const row of result.rows) fold(row.bucket, new DataView(row.data.buffer, row.data.byteOffset, row.data.byteLength), 0, row.data.byteLength);
+    return;
+  }
+  await copyRowsOut(pool, copyStatementText(statement, db), (row) => {
+    const bucket = row.int8()!;
+    const data = row.bytea()!;
+    fold(bucket, data.view, data.offset, data.length);
+  });
+}
+
+/**
+ * The plan's raw samples grouped per query bucket in SQL, on PGlite (which has no COPY to a client).
  * Arrays compare element by element in float8 order, so min(array[value, time]) is the minimum with the
  * earliest time among ties; max(array[value, -time]) likewise for the maximum.
  *
- * Each part groups the output of a subquery behind `offset 0`. Without that fence the planner estimates
- * one group per row (the bucket expression is built on the unique time column), sorts the rows for a
- * group aggregate, and a 2 s window of 40,000 rows cost 50 ms instead of 25 ms; behind it, it assumes
- * few groups and hashes them, which is right: at most the plan's bucket count.
+ * The grouping runs over a subquery behind `offset 0`. Without that fence the planner estimates one
+ * group per row (the bucket expression is built on the unique time column), sorts the rows for a group
+ * aggregate, and a 2 s window of 40,000 rows cost 50 ms instead of 25 ms; behind it, it assumes few
+ * groups and hashes them, which is right: at most the plan's bucket count.
  *
  * The answer is one row per channel: its buckets as one two-dimensional float8 array in PostgreSQL's
- * binary array format (`array_send`), in bucket order. A row per bucket cost the server more than the statement did:
- * a thousand rows of ten float8 texts per channel to parse, and the garbage of it (8 channels: ~16 ms
- * of parsing and ~36 ms of collection per Query, docs/PERFORMANCE.md).
+ * binary array format (`array_send`), in bucket order. A row per bucket cost the server more than the
+ * statement did: a thousand rows of ten float8 texts per channel to parse, and the garbage of it
+ * (docs/PERFORMANCE.md).
  */
-async function groupedInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan): Promise<Map<number, M4[]>> {
-  const parts = [];
-  if (plan.blocks.length > 0) {
-    parts.push(sql`
-      select r.c, r.qb, sum(r.count)::float8 as n,
-             min(array[r.min_value, r.min_time::float8]) as mn, max(array[r.max_value, -r.max_time::float8]) as mx,
-             min(array[r.first_time::float8, r.first_value]) as fst, max(array[r.last_time::float8, r.last_value]) as lst
-      from (
-        select r.channel::float8 as c, ((r.bucket - ${plan.origin}::int8) / ${plan.width}::int8)::float8 as qb, r.*
-        from unnest(${`{${plan.blocks.map((b) => b.widthMs).join(',')}}`}::int4[],
-                    ${`{${plan.blocks.map((b) => b.from).join(',')}}`}::int8[],
-                    ${`{${plan.blocks.map((b) => b.to).join(',')}}`}::int8[]) as b(w, lo, hi)
-        join telemetry_rollups as r
-          on r.dataset_id = ${query.datasetId}::uuid and r.channel = any(${numberArrayLiteral(columns.map((c) => c.index))}::int4[])
-         and r.width_ms = b.w and r.bucket >= b.lo and r.bucket < b.hi
-        offset 0
-      ) as r
-      group by 1, 2`);
-  }
-  if (plan.raw.length > 0) {
-    parts.push(sql`
+async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+  const result = await sql<{ c: number; buckets: Uint8Array }>`
+    select c, ${packedM4Sql('qb')} as buckets
+    from (
       select x.c, x.qb, count(*)::float8 as n,
              min(array[x.v, x.t]) as mn, max(array[x.v, -x.t]) as mx, min(array[x.t, x.v]) as fst, max(array[x.t, x.v]) as lst
       from (select s.c, floor((s.t - ${plan.origin}::float8) / ${plan.width}::float8) as qb, s.t, s.v from (${rawSamplesSql(query, columns, plan)}) as s offset 0) as x
-      group by 1, 2`);
-  }
-  const result = await sql<{ c: number; buckets: Uint8Array }>`
-    select c, ${packedM4Sql('qb')} as buckets
-    from (${sql.join(parts, sql` union all `)}) as m
+      group by 1, 2
+    ) as m
     group by c`.execute(db);
-  return new Map(result.rows.map((row) => [Number(row.c), m4sFromPacked(float8ArrayFromBinary(row.buckets))]));
+  for (const row of result.rows) {
+    const byKey = out.get(Number(row.c))!;
+    const values = float8ArrayFromBinary(row.buckets);
+    for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
+      const key = values[i]!;
+      const [count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV] = values.subarray(i + 1, i + PACKED_M4_WIDTH) as unknown as number[];
+      const m4 = byKey.get(key);
+      if (m4) mergeParts(m4, count!, minV!, minT!, maxV!, maxT!, firstT!, firstV!, lastT!, lastV!);
+      else byKey.set(key, { count: count!, minV: minV!, minT: minT!, maxV: maxV!, maxT: maxT!, firstT: firstT!, firstV: firstV!, lastT: lastT!, lastV: lastV! });
+    }
+  }
 }
 
 /**
@@ -207,64 +273,8 @@ async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, column
   });
 }
 
-/**
- * A plan with rollups: its rollup rows, and its raw edge samples as one-sample aggregates, streamed out by
- * binary COPY in one statement and merged into their query buckets here. Grouping them in SQL took
- * PostgreSQL ~100 ms of CPU for eight channels' whole range (50,000 rollup rows): four array aggregates
- * per row, whose hash table grows with the channels. Sent as rows, they cost it a scan and field copies.
- * Each row: channel (int4), bucket start (µs) or sample time, count, min value and time, max value and
- * time, first time and value, last time and value; times and counts as the int8 they are stored as, values
- * float8 (cast to float8, eight channels' rollup rows took psql 38 ms to receive, as stored 33 ms).
- */
-async function foldRollupRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
-  const blocks = sql.join(
-    plan.blocks.map((b) => sql`(r.width_ms = ${sql.lit(b.widthMs)} and r.bucket >= ${sql.lit(b.from)} and r.bucket < ${sql.lit(b.to)})`),
-    sql` or `,
-  );
-  const parts = [
-    sql`select r.channel, r.bucket, r.count, r.min_value, r.min_time, r.max_value, r.max_time, r.first_time, r.first_value, r.last_time, r.last_value
-        from telemetry_rollups as r
-        where r.dataset_id = ${sql.lit(query.datasetId)}::uuid and r.channel in (${sql.join(columns.map((c) => sql.lit(c.index)))}) and (${blocks})`,
-  ];
-  if (plan.raw.length > 0) {
-    parts.push(sql`select s.c, s.t, 1::int8, s.v, s.t, s.v, s.t, s.t, s.v, s.t, s.v
-                   from (select x.c::int4 as c, x.t::int8 as t, x.v from (${rawSamplesSql(query, columns, plan)}) as x) as s`);
-  }
-  const { origin, width } = plan;
-  // Consecutive rows are mostly of one channel and query bucket (an index scan returns them in key order,
-  // a sequential scan as ingest wrote them, a batch's buckets channel by channel): the bucket being filled
-  // is held at hand, and the map is asked only when the channel or key changes.
-  let lastChannel = Number.NaN;
-  let lastKey = Number.NaN;
-  let held: M4 | undefined;
-  await copyRowsOut(pool, copyStatementText(sql.join(parts, sql` union all `), db), (row) => {
-    const channel = row.int4()!;
-    const key = Math.floor((row.int8()! - origin) / width);
-    const count = row.int8()!;
-    const minV = row.float8()!;
-    const minT = row.int8()!;
-    const maxV = row.float8()!;
-    const maxT = row.int8()!;
-    const firstT = row.int8()!;
-    const firstV = row.float8()!;
-    const lastT = row.int8()!;
-    const lastV = row.float8()!;
-    if (channel !== lastChannel || key !== lastKey) {
-      const byKey = out.get(channel)!;
-      held = byKey.get(key);
-      lastChannel = channel;
-      lastKey = key;
-      if (held === undefined) {
-        byKey.set(key, (held = { count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV }));
-        return;
-      }
-    }
-    mergeParts(held!, count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV);
-  });
-}
-
-// The raw parts are shared by the SQL grouping and the COPY reads. Their bounds are inlined as literals
-// (`sql.lit`), not bound: COPY takes no parameters, and the same text must serve both.
+// The raw parts' bounds are inlined as literals (`sql.lit`), not bound: COPY takes no parameters, and
+// the same text serves PGlite.
 
 /** The plan's raw ranges over `w.time`. */
 function rawRangesSql(plan: QueryPlan) {

@@ -1,15 +1,21 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { addSample, m4Of, mergeM4, type M4 } from '../series/m4.ts';
 import { ROLLUP_WIDTHS_MS, FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { numberArrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
+import { PACK_CHANNELS, pack, packGroup, packSlot, unpack, mergeSlots } from './rollup-packs.ts';
+import type { ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 
 /**
- * Rollups: for every numeric channel of a wide dataset, one row per bucket of each width in
- * ROLLUP_WIDTHS_MS with the bucket's M4 aggregate (count, first, last, min, max with their times).
- * Ingest keeps them in the same transaction as the raw write, so they are exactly the aggregate of the
- * raw rows at every commit; Query reads them instead of the raw rows for all but the range's edges.
+ * Rollups: for every numeric channel of a wide dataset, at each width in ROLLUP_WIDTHS_MS, the M4
+ * aggregate (count, first, last, min, max with their times) of every bucket holding samples, stored
+ * packed: one row per bucket for a group of channels (rollup-packs.ts). Ingest keeps them in the same
+ * transaction as the raw write, so they are exactly the aggregate of the raw rows at every commit;
+ * Query reads them instead of the raw rows for all but the range's edges.
+ *
+ * PostgreSQL cannot read a double out of a bytea, so packs are merged here: a writer takes the
+ * dataset's rollup lock (`lockRollups`), reads the packs its batch touches, merges and writes them back,
+ * all in the batch's transaction. Writers of one dataset take turns for that part; readers never wait.
  */
 export interface RollupRow extends M4 {
   channel: number;
@@ -56,100 +62,179 @@ export function rollupDeltas(channel: number, times: ArrayLike<number>, values: 
   return out;
 }
 
+/** Rollup packs in memory, keyed by `packKey`: each one's slots, and whether it was changed. */
+export type PackSet = Map<string, { group: number; widthMs: number; bucket: number; slots: Array<M4 | undefined>; dirty: boolean }>;
+
+function packKey(group: number, widthMs: number, bucket: number): string {
+  return `${group}/${widthMs}/${bucket}`;
+}
+
 /**
- * The statement folding aggregates of new samples into the stored rollups (insert, or merge into the
- * existing row). `guard`, when given, is a condition every row must meet (the single-statement ingest
- * path skips the rollups when its batch turned out to overlap stored rows). Rows arrive ordered by
- * (channel, width, bucket), so concurrent writers lock rollup rows in the same order.
+ * Take the dataset's rollup lock until the transaction ends. A statement run after it sees every pack
+ * committed by the writer before. Writers take it after their raw write's table lock, never before, so
+ * the two locks are always taken in one order.
  */
-export function rollupUpsert(target: { datasetId: string; arrays: ArrayEncoder }, rows: readonly RollupRow[], guard?: RawBuilder<unknown>) {
-  const { int4, int8, float8 } = target.arrays;
-  const col = <K extends keyof RollupRow>(k: K) => rows.map((r) => r[k] as number);
-  return sql`
-    insert into telemetry_rollups as r
-      (dataset_id, channel, width_ms, bucket, count, min_value, min_time, max_value, max_time, first_time, first_value, last_time, last_value)
-    select ${target.datasetId}::uuid, u.*
-    from unnest(${int4(col('channel'))}::int4[], ${int4(col('widthMs'))}::int4[],
-                ${int8(col('bucket'))}::int8[], ${int8(col('count'))}::int8[],
-                ${float8(col('minV'))}::float8[], ${int8(col('minT'))}::int8[],
-                ${float8(col('maxV'))}::float8[], ${int8(col('maxT'))}::int8[],
-                ${int8(col('firstT'))}::int8[], ${float8(col('firstV'))}::float8[],
-                ${int8(col('lastT'))}::int8[], ${float8(col('lastV'))}::float8[]) as u
-    ${guard ? sql`where ${guard}` : sql``}
-    on conflict (dataset_id, channel, width_ms, bucket) do update set
-      count = r.count + excluded.count,
-      min_value = case when (excluded.min_value, excluded.min_time) < (r.min_value, r.min_time) then excluded.min_value else r.min_value end,
-      min_time = case when (excluded.min_value, excluded.min_time) < (r.min_value, r.min_time) then excluded.min_time else r.min_time end,
-      max_value = case when (excluded.max_value, r.max_time) > (r.max_value, excluded.max_time) then excluded.max_value else r.max_value end,
-      max_time = case when (excluded.max_value, r.max_time) > (r.max_value, excluded.max_time) then excluded.max_time else r.max_time end,
-      first_value = case when excluded.first_time < r.first_time then excluded.first_value else r.first_value end,
-      first_time = least(excluded.first_time, r.first_time),
-      last_value = case when excluded.last_time > r.last_time then excluded.last_value else r.last_value end,
-      last_time = greatest(excluded.last_time, r.last_time)`;
+export async function lockRollups(db: Executor, datasetId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext('sortie.rollups'), hashtext(${datasetId}::text))`.execute(db);
 }
 
-/** Merge aggregates of new samples into the stored rollups. */
-export async function applyRollupDeltas(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, rows: readonly RollupRow[]): Promise<void> {
-  if (rows.length > 0) await rollupUpsert(target, rows).execute(db);
+/** The stored packs of the given keys (missing ones start empty), in one statement. */
+async function readPacks(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, keys: ReadonlyArray<{ group: number; widthMs: number; bucket: number }>, into: PackSet): Promise<void> {
+  const wanted = keys.filter((k) => !into.has(packKey(k.group, k.widthMs, k.bucket)));
+  if (wanted.length === 0) return;
+  for (const k of wanted) into.set(packKey(k.group, k.widthMs, k.bucket), { ...k, slots: [], dirty: false });
+  const { int4, int8 } = target.arrays;
+  const stored = await sql<{ g: number; w: number; b: number; data: Uint8Array }>`
+    select p.channel_group as g, p.width_ms as w, p.bucket::float8 as b, p.data
+    from unnest(${int4(wanted.map((k) => k.group))}::int4[], ${int4(wanted.map((k) => k.widthMs))}::int4[], ${int8(wanted.map((k) => k.bucket))}::int8[]) as k(g, w, b)
+    join telemetry_rollup_packs as p
+      on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b`.execute(db);
+  for (const row of stored.rows) into.get(packKey(row.g, row.w, row.b))!.slots = unpack(row.data);
+}
+
+/** Write the changed packs back in one statement, in key order (so concurrent writers would lock rows alike). */
+async function writePacks(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, packs: PackSet): Promise<void> {
+  const dirty = [...packs.values()].filter((p) => p.dirty).sort((a, b) => a.group - b.group || a.widthMs - b.widthMs || a.bucket - b.bucket);
+  if (dirty.length === 0) return;
+  // One bytea holding every pack, cut apart in SQL: a parameter either driver sends as it is.
+  const packed = dirty.map((p) => pack(p.slots));
+  const blob = new Uint8Array(packed.reduce((n, b) => n + b.byteLength, 0));
+  const offsets: number[] = [];
+  let at = 0;
+  for (const bytes of packed) {
+    blob.set(bytes, at);
+    offsets.push(at + 1);
+    at += bytes.byteLength;
+  }
+  const { int4, int8, bytea } = target.arrays;
+  await sql`
+    insert into telemetry_rollup_packs as p (dataset_id, channel_group, width_ms, bucket, data)
+    select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${bytea(blob)}::bytea from k.o for k.l)
+    from unnest(${int4(dirty.map((p) => p.group))}::int4[], ${int4(dirty.map((p) => p.widthMs))}::int4[], ${int8(dirty.map((p) => p.bucket))}::int8[],
+                ${int4(offsets)}::int4[], ${int4(packed.map((b) => b.byteLength))}::int4[]) as k(g, w, b, o, l)
+    on conflict (dataset_id, channel_group, width_ms, bucket) do update set data = excluded.data`.execute(db);
+  for (const p of dirty) p.dirty = false;
 }
 
 /**
- * Rebuild the rollups of the given finest buckets of one channel from the raw rows, then every coarser
- * bucket containing them from the width below. Used when a stored value was overwritten by a different
- * one: a minimum or maximum cannot be "un-merged", so the bucket is recomputed.
+ * Merge aggregates of new samples into the stored rollups. Call with the dataset's rollup lock held
+ * (`lockRollups`) in the transaction that wrote the samples.
+ */
+export async function applyRollupDeltas(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, rows: readonly RollupRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const deltas: PackSet = new Map();
+  for (const row of rows) {
+    const group = packGroup(row.channel);
+    const key = packKey(group, row.widthMs, row.bucket);
+    let delta = deltas.get(key);
+    if (!delta) deltas.set(key, (delta = { group, widthMs: row.widthMs, bucket: row.bucket, slots: [], dirty: true }));
+    const { channel: _c, widthMs: _w, bucket: _b, ...m4 } = row;
+    delta.slots[packSlot(row.channel)] = m4;
+  }
+  const packs: PackSet = new Map();
+  await readPacks(db, target, [...deltas.values()], packs);
+  for (const [key, delta] of deltas) {
+    const stored = packs.get(key)!;
+    mergeSlots(stored.slots, delta.slots);
+    stored.dirty = true;
+  }
+  await writePacks(db, target, packs);
+}
+
+/**
+ * Rebuild the rollups of the given finest buckets of some channels from the raw rows, then every
+ * coarser bucket containing them from the width below. Used when a stored value was overwritten by a
+ * different one: a minimum or maximum cannot be "un-merged", so the bucket is recomputed. Call with the
+ * dataset's rollup lock held, after `applyRollupDeltas` of the same batch.
  */
 export async function recomputeRollups(
   db: Executor,
-  target: { datasetId: string; table: string },
-  channel: { index: number; name: string; physicalType: string },
-  finestBuckets: readonly number[],
+  target: { datasetId: string; table: string; arrays: ArrayEncoder },
+  changed: ReadonlyArray<{ channel: { index: number; name: string; physicalType: string }; finestBuckets: readonly number[] }>,
 ): Promise<void> {
-  if (finestBuckets.length === 0) return;
-  const widthUs = FINEST_WIDTH_US;
-  const value = columnValueSql(channel.name, channel.physicalType);
-  await sql`
-    insert into telemetry_rollups as r
-      (dataset_id, channel, width_ms, bucket, count, min_value, min_time, max_value, max_time, first_time, first_value, last_time, last_value)
-    select ${target.datasetId}::uuid, ${channel.index}::int4, ${ROLLUP_WIDTHS_MS[0]}::int4, b.bucket, a.n,
-           a.mn[1], a.mn[2]::int8, a.mx[1], (-a.mx[2])::int8, a.fst[1]::int8, a.fst[2], a.lst[1]::int8, a.lst[2]
-    from unnest(${numberArrayLiteral(finestBuckets)}::int8[]) as b(bucket)
-    cross join lateral (
-      select count(*) as n, min(array[v, t]) as mn, max(array[v, -t]) as mx, min(array[t, v]) as fst, max(array[t, v]) as lst
-      from (
-        select ${timestampToUs('w.time')} as t, ${value} as v
-        from ${sql.table(target.table)} as w
-        where w.time >= ${usToTimestamp(sql`b.bucket`)} and w.time < ${usToTimestamp(sql`b.bucket + ${widthUs}::int8`)}
-          and ${sql.ref(`w.${channel.name}`)} is not null
-      ) as raw
-    ) as a
-    where a.n > 0
-    on conflict (dataset_id, channel, width_ms, bucket) do update set
-      count = excluded.count, min_value = excluded.min_value, min_time = excluded.min_time,
-      max_value = excluded.max_value, max_time = excluded.max_time, first_time = excluded.first_time,
-      first_value = excluded.first_value, last_time = excluded.last_time, last_value = excluded.last_value
-  `.execute(db);
-
-  let finer = ROLLUP_WIDTHS_MS[0] as number;
-  for (const widthMs of ROLLUP_WIDTHS_MS.slice(1)) {
-    const buckets = [...new Set(finestBuckets.map((b) => bucketStart(b, widthMs * 1000)))];
-    await sql`
-      insert into telemetry_rollups as r
-        (dataset_id, channel, width_ms, bucket, count, min_value, min_time, max_value, max_time, first_time, first_value, last_time, last_value)
-      select ${target.datasetId}::uuid, ${channel.index}::int4, ${widthMs}::int4, b.bucket, sum(f.count)::int8,
-             (min(array[f.min_value, f.min_time::float8]))[1], (min(array[f.min_value, f.min_time::float8]))[2]::int8,
-             (max(array[f.max_value, -f.max_time::float8]))[1], (-(max(array[f.max_value, -f.max_time::float8]))[2])::int8,
-             min(f.first_time), (min(array[f.first_time::float8, f.first_value]))[2],
-             max(f.last_time), (max(array[f.last_time::float8, f.last_value]))[2]
-      from unnest(${numberArrayLiteral(buckets)}::int8[]) as b(bucket)
-      join telemetry_rollups as f
-        on f.dataset_id = ${target.datasetId}::uuid and f.channel = ${channel.index}::int4 and f.width_ms = ${finer}::int4
-       and f.bucket >= b.bucket and f.bucket < b.bucket + ${widthMs * 1000}::int8
-      group by b.bucket
-      on conflict (dataset_id, channel, width_ms, bucket) do update set
-        count = excluded.count, min_value = excluded.min_value, min_time = excluded.min_time,
-        max_value = excluded.max_value, max_time = excluded.max_time, first_time = excluded.first_time,
-        first_value = excluded.first_value, last_time = excluded.last_time, last_value = excluded.last_value
-    `.execute(db);
-    finer = widthMs;
+  const packs: PackSet = new Map();
+  const touched = new Map<number, Set<number>>(); // finest bucket → channels recomputed in it
+  for (const { channel, finestBuckets } of changed) {
+    if (finestBuckets.length === 0) continue;
+    const fresh = new Map<number, M4>();
+    const raw = await sql<{ b: number; t: number; v: number }>`
+      select b.bucket::float8 as b, ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${channel.name}`, channel.physicalType)} as v
+      from unnest(${target.arrays.int8(finestBuckets)}::int8[]) as b(bucket)
+      join ${sql.table(target.table)} as w
+        on w.time >= ${usToTimestamp(sql`b.bucket`)} and w.time < ${usToTimestamp(sql`b.bucket + ${FINEST_WIDTH_US}::int8`)}
+      where ${sql.ref(`w.${channel.name}`)} is not null`.execute(db);
+    for (const { b, t, v } of raw.rows) {
+      const m4 = fresh.get(b);
+      if (m4) addSample(m4, t, v);
+      else fresh.set(b, m4Of(t, v));
+    }
+    const group = packGroup(channel.index);
+    await readPacks(db, target, finestBuckets.map((bucket) => ({ group, widthMs: ROLLUP_WIDTHS_MS[0], bucket })), packs);
+    for (const bucket of finestBuckets) {
+      const stored = packs.get(packKey(group, ROLLUP_WIDTHS_MS[0], bucket))!;
+      stored.slots[packSlot(channel.index)] = fresh.get(bucket);
+      stored.dirty = true;
+      let channels = touched.get(bucket);
+      if (!channels) touched.set(bucket, (channels = new Set()));
+      channels.add(channel.index);
+    }
   }
+  await writePacks(db, target, packs);
+
+  // Each coarser bucket holding a recomputed one: its recomputed channels' slots merged from the width below.
+  let finer: Map<number, Set<number>> = touched;
+  for (let level = 1; level < ROLLUP_WIDTHS_MS.length && finer.size > 0; level++) {
+    const widthMs = ROLLUP_WIDTHS_MS[level]!;
+    const finerWidth = ROLLUP_WIDTHS_MS[level - 1]!;
+    const coarse = new Map<number, Set<number>>();
+    for (const [bucket, channels] of finer) {
+      const start = bucketStart(bucket, widthMs * 1000);
+      const into = coarse.get(start);
+      if (into) for (const c of channels) into.add(c);
+      else coarse.set(start, new Set(channels));
+    }
+    const starts = [...coarse.keys()];
+    const groups = [...new Set([...coarse.values()].flatMap((channels) => [...channels].map(packGroup)))];
+    const parts = await sql<{ g: number; s: number; data: Uint8Array }>`
+      select p.channel_group as g, s.start::float8 as s, p.data
+      from unnest(${target.arrays.int8(starts)}::int8[]) as s(start)
+      join telemetry_rollup_packs as p
+        on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = any(${target.arrays.int4(groups)}::int4[]) and p.width_ms = ${finerWidth}::int4
+       and p.bucket >= s.start and p.bucket < s.start + ${widthMs * 1000}::int8`.execute(db);
+    const merged = new Map<string, Array<M4 | undefined>>(); // per coarse pack, its recomputed slots
+    for (const row of parts.rows) {
+      const key = packKey(row.g, widthMs, row.s);
+      let slots = merged.get(key);
+      if (!slots) merged.set(key, (slots = []));
+      const channels = coarse.get(row.s)!;
+      const finerSlots = unpack(row.data);
+      const wanted = finerSlots.map((m4, slot) => (channels.has(row.g * PACK_CHANNELS + slot) ? m4 : undefined));
+      mergeSlots(slots, wanted);
+    }
+    const keys = starts.flatMap((bucket) => [...new Set([...coarse.get(bucket)!].map(packGroup))].map((group) => ({ group, widthMs, bucket })));
+    await readPacks(db, target, keys, packs);
+    for (const { group, bucket } of keys) {
+      const stored = packs.get(packKey(group, widthMs, bucket))!;
+      const slots = merged.get(packKey(group, widthMs, bucket)) ?? [];
+      for (const channel of coarse.get(bucket)!) {
+        if (packGroup(channel) === group) stored.slots[packSlot(channel)] = slots[packSlot(channel)];
+      }
+      stored.dirty = true;
+    }
+    await writePacks(db, target, packs);
+    finer = coarse;
+  }
+}
+
+/** Every stored rollup of a dataset, one row per channel, width and bucket, in that order (for checks and tools). */
+export async function storedRollups(db: Executor, datasetId: string): Promise<RollupRow[]> {
+  const packs = await sql<{ g: number; w: number; b: number; data: Uint8Array }>`
+    select channel_group as g, width_ms as w, bucket::float8 as b, data from telemetry_rollup_packs where dataset_id = ${datasetId}::uuid`.execute(db);
+  const rows: RollupRow[] = [];
+  for (const { g, w, b, data } of packs.rows) {
+    unpack(data).forEach((m4, slot) => {
+      if (m4) rows.push({ channel: g * PACK_CHANNELS + slot, widthMs: w, bucket: b, ...m4 });
+    });
+  }
+  return rows.sort((x, y) => x.channel - y.channel || x.widthMs - y.widthMs || x.bucket - y.bucket);
 }

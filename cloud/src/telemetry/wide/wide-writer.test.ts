@@ -1,15 +1,17 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../../auth/organizations.ts';
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/connect.ts';
 import { migrationProvider } from '../../db/migrations/index.ts';
+import type { Database } from '../../db/schema.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.ts';
 import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { binaryArrays, textArrays, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
+import { storedRollups } from './rollups.ts';
 
 // The writer against the real Postgres: after any mix of appends, overwrites and out-of-order
 // batches, the rollups must equal an aggregate of the raw rows computed from scratch.
@@ -48,24 +50,26 @@ function batchOf(cells: readonly Cell[]) {
 }
 
 /** The rollups of one channel as stored, and as recomputed from the raw rows. */
-async function rollupsVsRaw(target: WideTarget, channel: number) {
+async function rollupsVsRaw(target: { datasetId: string; table: string }, channel: number, boolean = channel === 2, db: Kysely<Database> = handle.db) {
   const column = `ch_${channel}`;
-  const value = channel === 2 ? sql`(${sql.ref(column)})::int::float8` : sql`(${sql.ref(column)})::float8`;
+  const value = boolean ? sql`(${sql.ref(column)})::int::float8` : sql`(${sql.ref(column)})::float8`;
   const recomputed = await sql<Record<string, number>>`
     with raw as (
       select round(date_part('epoch', time) * 1000000) as t, ${value} as v from ${sql.table(target.table)} where ${sql.ref(column)} is not null
     )
-    select w as width_ms, (floor(t / (w * 1000)) * w * 1000)::float8 as bucket, count(*)::float8 as count,
+    select w::float8 as width_ms, (floor(t / (w * 1000)) * w * 1000)::float8 as bucket, count(*)::float8 as count,
            (min(array[v, t]))[1] as min_value, (min(array[v, t]))[2] as min_time,
            (max(array[v, -t]))[1] as max_value, -(max(array[v, -t]))[2] as max_time,
            min(t) as first_time, (min(array[t, v]))[2] as first_value, max(t) as last_time, (max(array[t, v]))[2] as last_value
     from raw cross join unnest(${`{${ROLLUP_WIDTHS_MS.join(',')}}`}::int8[]) as w
-    group by 1, 2 order by 1, 2`.execute(handle.db);
-  const stored = await sql<Record<string, number>>`
-    select width_ms::int8 as width_ms, bucket::float8 as bucket, count::float8 as count, min_value, min_time::float8 as min_time,
-           max_value, max_time::float8 as max_time, first_time::float8 as first_time, first_value, last_time::float8 as last_time, last_value
-    from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = ${channel} order by 1, 2`.execute(handle.db);
-  return { stored: stored.rows, recomputed: recomputed.rows };
+    group by 1, 2 order by 1, 2`.execute(db);
+  const stored = (await storedRollups(db, target.datasetId))
+    .filter((r) => r.channel === channel)
+    .map((r) => ({
+      width_ms: r.widthMs, bucket: r.bucket, count: r.count, min_value: r.minV, min_time: r.minT, max_value: r.maxV, max_time: r.maxT,
+      first_time: r.firstT, first_value: r.firstV, last_time: r.lastT, last_value: r.lastV,
+    }));
+  return { stored, recomputed: recomputed.rows };
 }
 
 async function expectRollupsExact(target: WideTarget) {
@@ -74,8 +78,7 @@ async function expectRollupsExact(target: WideTarget) {
     expect(stored.length).toBeGreaterThan(0);
     expect(stored).toEqual(recomputed);
   }
-  const text = await sql`select 1 from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = 3`.execute(handle.db);
-  expect(text.rows).toHaveLength(0);
+  expect((await storedRollups(handle.db, target.datasetId)).filter((r) => r.channel === 3)).toHaveLength(0);
 }
 
 beforeAll(async () => {
@@ -149,9 +152,8 @@ describe.each([
 
     await expectRollupsExact(target);
     const count = await sql<{ n: number }>`select count(ch_0)::int as n from ${sql.table(target.table)}`.execute(handle.db);
-    const finest = await sql<{ n: number }>`
-      select sum(count)::int as n from telemetry_rollups where dataset_id = ${target.datasetId}::uuid and channel = 0 and width_ms = ${ROLLUP_WIDTHS_MS[0]}`.execute(handle.db);
-    expect(finest.rows[0]!.n).toBe(count.rows[0]!.n);
+    const finest = (await storedRollups(handle.db, target.datasetId)).filter((r) => r.channel === 0 && r.widthMs === ROLLUP_WIDTHS_MS[0]);
+    expect(finest.reduce((n, r) => n + r.count, 0)).toBe(count.rows[0]!.n);
   });
 
   it('concurrent writers of the same instants: conflicts retried under the table lock, rollups still exact', async () => {
@@ -176,8 +178,8 @@ describe.each([
   });
 });
 
-describe('migration 0003 backfill', () => {
-  it('aggregates wide tables written before rollups existed', async () => {
+describe('migrations 0003 and 0016: rollups of tables written before rollups existed, then packed', () => {
+  it('aggregates wide tables written before rollups existed, and packs them slot by slot', async () => {
     const before = await createTestDatabase();
     const old = await openDatabase({ url: before.url, dataDir: '.' });
     try {
@@ -193,26 +195,29 @@ describe('migration 0003 backfill', () => {
         .insertInto('datasets')
         .values({ id, organization_id: org, experiment_id: exp, name: 'd', storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: table })
         .execute();
-      for (const [i, type] of ['double precision', 'boolean', 'text'].entries()) {
+      // A text channel first: its slot in the packs stays empty between the numeric ones; ch_17 lands in a second group.
+      const types: Array<[number, string]> = [[0, 'text'], [1, 'double precision'], [2, 'boolean'], [17, 'double precision']];
+      for (const [i, type] of types) {
         await old.db
           .insertInto('channels')
           .values({ id: crypto.randomUUID(), organization_id: org, dataset_id: id, col_index: i, col_name: `ch_${i}`, name: `c${i}`, unit: '', data_type: 'double', physical_type: type, updated_at: new Date() })
           .execute();
       }
-      await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 double precision, ch_1 boolean, ch_2 text)`).execute(old.db);
-      await sql.raw(`insert into ${table} select timestamptz '2026-03-01' + g * interval '3 ms', sin(g), g % 2 = 0, 'x' from generate_series(1, 5000) g`).execute(old.db);
+      await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 text, ch_1 double precision, ch_2 boolean, ch_17 double precision)`).execute(old.db);
+      await sql
+        .raw(`insert into ${table} select timestamptz '2026-03-01' + g * interval '3 ms', 'x', sin(g), g % 2 = 0, case when g % 3 = 0 then cos(g) end from generate_series(1, 5000) g`)
+        .execute(old.db);
 
       await migrateToLatest(old.db);
-      const stored = await sql<{ width_ms: number; n: number; mn: number; mx: number }>`
-        select width_ms, sum(count)::int as n, min(min_value) as mn, max(max_value) as mx from telemetry_rollups
-        where dataset_id = ${id}::uuid and channel = 0 group by width_ms order by width_ms`.execute(old.db);
-      const raw = await sql<{ mn: number; mx: number }>`select min(ch_0) as mn, max(ch_0) as mx from ${sql.table(table)}`.execute(old.db);
-      expect(stored.rows.map((r) => r.width_ms)).toEqual([...ROLLUP_WIDTHS_MS]);
-      for (const r of stored.rows) expect([r.n, r.mn, r.mx]).toEqual([5000, raw.rows[0]!.mn, raw.rows[0]!.mx]);
-      const bools = await sql<{ n: number }>`select sum(count)::int as n from telemetry_rollups where dataset_id = ${id}::uuid and channel = 1 and width_ms = 10`.execute(old.db);
-      expect(bools.rows[0]!.n).toBe(5000);
-      const text = await sql`select 1 from telemetry_rollups where dataset_id = ${id}::uuid and channel = 2`.execute(old.db);
-      expect(text.rows).toHaveLength(0);
+      for (const [channel, boolean] of [[1, false], [2, true], [17, false]] as const) {
+        const { stored, recomputed } = await rollupsVsRaw({ datasetId: id, table }, channel, boolean, old.db);
+        expect(stored.length).toBeGreaterThan(0);
+        expect(stored).toEqual(recomputed);
+      }
+      const rollups = await storedRollups(old.db, id);
+      expect(rollups.filter((r) => r.channel === 0)).toHaveLength(0);
+      expect(rollups.filter((r) => r.channel === 1 && r.widthMs === 10).reduce((n, r) => n + r.count, 0)).toBe(5000);
+      expect(rollups.filter((r) => r.channel === 17 && r.widthMs === 10).reduce((n, r) => n + r.count, 0)).toBe(1666);
     } finally {
       await old.close();
       await before.drop();

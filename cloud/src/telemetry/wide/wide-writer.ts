@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { applyRollupDeltas, recomputeRollups, rollupDeltas, rollupUpsert, type RollupRow } from './rollups.ts';
+import { applyRollupDeltas, lockRollups, recomputeRollups, rollupDeltas, type RollupRow } from './rollups.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
@@ -29,10 +29,11 @@ export interface WideWriteResult {
 /**
  * Write one batch to a wide dataset with as few round trips as the common case allows:
  *
- * - Append (nothing stored yet in the batch's time range — a stream writing in time order): ONE
- *   statement, atomic on its own. A CTE probes the range; when it is empty the raw rows are inserted
- *   (`unnest` of binary arrays, see docs/decisions/0004) and the rollup deltas folded in, both as
- *   data-modifying CTEs of the same statement; when it is not, the statement changes nothing and says so.
+ * - Append (nothing stored yet in the batch's time range — a stream writing in time order): a CTE
+ *   probes the range and, when it is empty, inserts the raw rows (`unnest` of binary arrays, see
+ *   docs/decisions/0004) in the same statement; when it is not, the statement changes nothing and says
+ *   so. The rollup packs the batch touches are then read, merged and written back under the dataset's
+ *   rollup lock, in the same transaction.
  * - Overlap (some rows exist, or a concurrent writer inserted the same instant first): a transaction
  *   that locks the table against other writers (SHARE ROW EXCLUSIVE; readers are not blocked), reads
  *   the stored cells of the batch's timestamps, upserts the rows (a cell the batch does not carry keeps
@@ -63,20 +64,23 @@ function isRetryableConflict(error: unknown): boolean {
   return code === UNIQUE_VIOLATION || code === DEADLOCK_DETECTED;
 }
 
-/** The single-statement append; false when the batch's range already holds rows (nothing written). */
+/** The append; false when the batch's range already holds rows (nothing written). */
 async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promise<boolean> {
   const first = batch.times[0]!;
   const last = batch.times[batch.times.length - 1]!;
   const fresh = sql`not exists (select 1 from existing)`;
-  const rollups = deltasOf(batch, batch.columns.map((c) => c.present));
-  const result = await sql<{ overlap: boolean }>`
-    with existing as materialized (
-      select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
-    ),
-    raw as (${insertRowsSql(target, batch, false, fresh)})
-    ${rollups.length > 0 ? sql`, rollups as (${rollupUpsert(target, rollups, fresh)})` : sql``}
-    select exists (select 1 from existing) as overlap`.execute(db);
-  return !result.rows[0]!.overlap;
+  return db.transaction().execute(async (tx) => {
+    const result = await sql<{ overlap: boolean }>`
+      with existing as materialized (
+        select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
+      ),
+      raw as (${insertRowsSql(target, batch, false, fresh)})
+      select exists (select 1 from existing) as overlap`.execute(tx);
+    if (result.rows[0]!.overlap) return false;
+    await lockRollups(tx, target.datasetId);
+    await applyRollupDeltas(tx, target, deltasOf(batch, batch.columns.map((c) => c.present)));
+    return true;
+  });
 }
 
 async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): Promise<WideWriteResult> {
@@ -106,10 +110,9 @@ async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): P
       return mask;
     });
     await insertRowsSql(target, batch, true).execute(tx);
+    await lockRollups(tx, target.datasetId);
     await applyRollupDeltas(tx, target, deltasOf(batch, newCells));
-    for (const [column, buckets] of changed) {
-      await recomputeRollups(tx, target, column.info, [...buckets]);
-    }
+    await recomputeRollups(tx, target, [...changed].map(([column, buckets]) => ({ channel: column.info, finestBuckets: [...buckets] })));
     return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length, fresh: newCells };
   });
 }
