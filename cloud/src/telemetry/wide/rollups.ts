@@ -75,7 +75,12 @@ function packKey(group: number, widthMs: number, bucket: number): string {
  * the two locks are always taken in one order.
  */
 export async function lockRollups(db: Executor, datasetId: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtext('sortie.rollups'), hashtext(${datasetId}::text))`.execute(db);
+  await sql`select ${rollupLockSql(datasetId)}`.execute(db);
+}
+
+/** The expression taking the rollup lock, for a statement that ends by taking it. */
+export function rollupLockSql(datasetId: string) {
+  return sql`pg_advisory_xact_lock(hashtext('sortie.rollups'), hashtext(${datasetId}::text))`;
 }
 
 /** The stored packs of the given keys (missing ones start empty), in one statement. */
@@ -128,8 +133,7 @@ export async function applyRollupDeltas(db: Executor, target: { datasetId: strin
     const key = packKey(group, row.widthMs, row.bucket);
     let delta = deltas.get(key);
     if (!delta) deltas.set(key, (delta = { group, widthMs: row.widthMs, bucket: row.bucket, slots: [], dirty: true }));
-    const { channel: _c, widthMs: _w, bucket: _b, ...m4 } = row;
-    delta.slots[packSlot(row.channel)] = m4;
+    delta.slots[packSlot(row.channel)] = row;
   }
   const packs: PackSet = new Map();
   await readPacks(db, target, [...deltas.values()], packs);

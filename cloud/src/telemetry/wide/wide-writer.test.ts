@@ -169,6 +169,23 @@ describe.each([
     await expectRollupsExact(target);
   });
 
+  it('concurrent appends of adjacent ranges sharing rollup buckets: each merge sees the one before, rollups exact', async () => {
+    const target = await newTarget(arrays);
+    // Six writers, each appending 5 ms ranges of its own: no instant and no range overlaps (every batch
+    // takes the append path), but two writers share each 10 ms bucket and all share the coarser ones.
+    const writers = Array.from({ length: 6 }, async (_, w) => {
+      for (let round = 0; round < 4; round++) {
+        const cells: Cell[] = [];
+        const start = T0 + (round * 6 + w) * 5_000;
+        for (let k = 0; k < 50; k++) cells.push([start + k * 100, 0, Math.cos(w * 50 + k + round)], [start + k * 100, 1, w * 100 - k], [start + k * 100, 2, (k + w) % 2 === 0]);
+        const result = await writeWideBatch(handle.db, target, batchOf(cells));
+        expect(result.duplicates).toBe(0);
+      }
+    });
+    await Promise.all(writers);
+    await expectRollupsExact(target);
+  });
+
   it('keeps doubles bit-exact: -0, NaN, infinities, subnormals', async () => {
     const target = await newTarget(arrays);
     const values = [-0, NaN, Infinity, -Infinity, 5e-324, 0.1 + 0.2, -1.7976931348623157e308];

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { applyRollupDeltas, lockRollups, recomputeRollups, rollupDeltas, type RollupRow } from './rollups.ts';
+import { applyRollupDeltas, lockRollups, recomputeRollups, rollupDeltas, rollupLockSql, type RollupRow } from './rollups.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
@@ -70,14 +70,15 @@ async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promis
   const last = batch.times[batch.times.length - 1]!;
   const fresh = sql`not exists (select 1 from existing)`;
   return db.transaction().execute(async (tx) => {
+    // The rollup lock is taken at the end of this statement (after its table lock, as every writer
+    // does), so the packs read by the next statement are the newest committed.
     const result = await sql<{ overlap: boolean }>`
       with existing as materialized (
         select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
       ),
       raw as (${insertRowsSql(target, batch, false, fresh)})
-      select exists (select 1 from existing) as overlap`.execute(tx);
+      select exists (select 1 from existing) as overlap, ${rollupLockSql(target.datasetId)} as locked`.execute(tx);
     if (result.rows[0]!.overlap) return false;
-    await lockRollups(tx, target.datasetId);
     await applyRollupDeltas(tx, target, deltasOf(batch, batch.columns.map((c) => c.present)));
     return true;
   });
