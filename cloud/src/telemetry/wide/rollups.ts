@@ -13,9 +13,9 @@ import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts
  * transaction as the raw write, so they are exactly the aggregate of the raw rows at every commit;
  * Query reads them instead of the raw rows for all but the range's edges.
  *
- * PostgreSQL cannot read a double out of a bytea, so packs are merged here: a writer takes the
- * dataset's rollup lock (`lockRollups`), reads the packs its batch touches, merges and writes them back,
- * all in the batch's transaction. Writers of one dataset take turns for that part; readers never wait.
+ * PostgreSQL cannot read a double out of a bytea, so packs are merged here: a writer reads the packs its
+ * batch touches and locks them (`storedPacksSql`, in its raw statement), merges and writes them back, all
+ * in the batch's transaction. Writers sharing a pack take turns for it; readers never wait.
  */
 export interface RollupRow extends M4 {
   channel: number;
@@ -62,45 +62,93 @@ export function rollupDeltas(channel: number, times: ArrayLike<number>, values: 
   return out;
 }
 
-/** Rollup packs in memory, keyed by `packKey`: each one's slots, and whether it was changed. */
-export type PackSet = Map<string, { group: number; widthMs: number; bucket: number; slots: Array<M4 | undefined>; dirty: boolean }>;
+/** Rollup packs in memory, keyed by `packKey`: each one's slots, whether a row holds it, whether it was changed. */
+export type PackSet = Map<string, Pack>;
+interface Pack {
+  group: number;
+  widthMs: number;
+  bucket: number;
+  slots: Array<M4 | undefined>;
+  stored: boolean;
+  dirty: boolean;
+}
+type PackKey = { group: number; widthMs: number; bucket: number };
+type Target = { datasetId: string; arrays: ArrayEncoder };
 
 function packKey(group: number, widthMs: number, bucket: number): string {
   return `${group}/${widthMs}/${bucket}`;
 }
 
+function inKeyOrder<K extends PackKey>(keys: Iterable<K>): K[] {
+  return [...keys].sort((a, b) => a.group - b.group || a.widthMs - b.widthMs || a.bucket - b.bucket);
+}
+
+/** A batch's rollup rows as the packs they change: each delta's slots hold the batch's aggregates. */
+export function packDeltas(rows: readonly RollupRow[]): PackSet {
+  const deltas: PackSet = new Map();
+  for (const row of rows) {
+    const group = packGroup(row.channel);
+    const key = packKey(group, row.widthMs, row.bucket);
+    let delta = deltas.get(key);
+    if (!delta) deltas.set(key, (delta = { group, widthMs: row.widthMs, bucket: row.bucket, slots: [], stored: false, dirty: true }));
+    delta.slots[packSlot(row.channel)] = row;
+  }
+  return deltas;
+}
+
 /**
- * Take the dataset's rollup lock until the transaction ends. A statement run after it sees every pack
- * committed by the writer before. Writers take it after their raw write's table lock, never before, so
- * the two locks are always taken in one order.
+ * The statement reading the stored packs of `keys` and locking them until the transaction ends, in key
+ * order (so two writers lock shared packs alike and never wait on each other in a circle). Run in a
+ * writer's raw statement as a CTE, or on its own.
+ *
+ * Why a row lock is enough: under READ COMMITTED, `for update` waits for a writer holding the row and
+ * then returns the row's newest committed version, not the one the statement's snapshot saw. A pack that
+ * did not exist at the snapshot but another writer creates before this one writes it shows up as a
+ * conflict on insert (`writePacks`), and is read and merged then.
  */
-export async function lockRollups(db: Executor, datasetId: string): Promise<void> {
-  await sql`select ${rollupLockSql(datasetId)}`.execute(db);
+export function storedPacksSql(target: Target, keys: Iterable<PackKey>) {
+  const sorted = inKeyOrder(keys);
+  const { int4, int8 } = target.arrays;
+  return sql<StoredPackRow>`
+    select p.channel_group as g, p.width_ms as w, p.bucket::float8 as b, p.data
+    from telemetry_rollup_packs as p
+    join unnest(${int4(sorted.map((k) => k.group))}::int4[], ${int4(sorted.map((k) => k.widthMs))}::int4[], ${int8(sorted.map((k) => k.bucket))}::int8[]) as k(g, w, b)
+      on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
+    order by 1, 2, 3
+    for update of p`;
 }
 
-/** The expression taking the rollup lock, for a statement that ends by taking it. */
-export function rollupLockSql(datasetId: string) {
-  return sql`pg_advisory_xact_lock(hashtext('sortie.rollups'), hashtext(${datasetId}::text))`;
+export interface StoredPackRow {
+  g: number;
+  w: number;
+  b: number;
+  data: Uint8Array;
 }
 
-/** The stored packs of the given keys (missing ones start empty), in one statement. */
-async function readPacks(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, keys: ReadonlyArray<{ group: number; widthMs: number; bucket: number }>, into: PackSet): Promise<void> {
+/** Read (and lock) the stored packs of the given keys not already in `into`; missing ones start empty. */
+async function readPacks(db: Executor, target: Target, keys: readonly PackKey[], into: PackSet): Promise<void> {
   const wanted = keys.filter((k) => !into.has(packKey(k.group, k.widthMs, k.bucket)));
   if (wanted.length === 0) return;
-  for (const k of wanted) into.set(packKey(k.group, k.widthMs, k.bucket), { ...k, slots: [], dirty: false });
-  const { int4, int8 } = target.arrays;
-  const stored = await sql<{ g: number; w: number; b: number; data: Uint8Array }>`
-    select p.channel_group as g, p.width_ms as w, p.bucket::float8 as b, p.data
-    from unnest(${int4(wanted.map((k) => k.group))}::int4[], ${int4(wanted.map((k) => k.widthMs))}::int4[], ${int8(wanted.map((k) => k.bucket))}::int8[]) as k(g, w, b)
-    join telemetry_rollup_packs as p
-      on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b`.execute(db);
-  for (const row of stored.rows) into.get(packKey(row.g, row.w, row.b))!.slots = unpack(row.data);
+  const stored = await storedPacksSql(target, wanted).execute(db);
+  addPacks(into, wanted, stored.rows);
 }
 
-/** Write the changed packs back in one statement, in key order (so concurrent writers would lock rows alike). */
-async function writePacks(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, packs: PackSet): Promise<void> {
-  const dirty = [...packs.values()].filter((p) => p.dirty).sort((a, b) => a.group - b.group || a.widthMs - b.widthMs || a.bucket - b.bucket);
-  if (dirty.length === 0) return;
+function addPacks(into: PackSet, keys: readonly PackKey[], rows: readonly StoredPackRow[]): void {
+  for (const k of keys) into.set(packKey(k.group, k.widthMs, k.bucket), { group: k.group, widthMs: k.widthMs, bucket: k.bucket, slots: [], stored: false, dirty: false });
+  for (const row of rows) {
+    const pack = into.get(packKey(row.g, row.w, row.b))!;
+    pack.slots = unpack(row.data);
+    pack.stored = true;
+  }
+}
+
+/**
+ * Write the changed packs back in one statement: stored ones updated (their rows are locked), new ones
+ * inserted in key order unless another writer inserted the same key first. Returns those, left dirty.
+ */
+async function writePacks(db: Executor, target: Target, packs: PackSet): Promise<Pack[]> {
+  const dirty = inKeyOrder([...packs.values()].filter((p) => p.dirty));
+  if (dirty.length === 0) return [];
   // One bytea holding every pack, cut apart in SQL: a parameter either driver sends as it is.
   const packed = dirty.map((p) => pack(p.slots));
   const blob = new Uint8Array(packed.reduce((n, b) => n + b.byteLength, 0));
@@ -112,44 +160,72 @@ async function writePacks(db: Executor, target: { datasetId: string; arrays: Arr
     at += bytes.byteLength;
   }
   const { int4, int8, bytea } = target.arrays;
-  await sql`
-    insert into telemetry_rollup_packs as p (dataset_id, channel_group, width_ms, bucket, data)
-    select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${bytea(blob)}::bytea from k.o for k.l)
-    from unnest(${int4(dirty.map((p) => p.group))}::int4[], ${int4(dirty.map((p) => p.widthMs))}::int4[], ${int8(dirty.map((p) => p.bucket))}::int8[],
-                ${int4(offsets)}::int4[], ${int4(packed.map((b) => b.byteLength))}::int4[]) as k(g, w, b, o, l)
-    on conflict (dataset_id, channel_group, width_ms, bucket) do update set data = excluded.data`.execute(db);
-  for (const p of dirty) p.dirty = false;
+  const result = await sql<{ g: number; w: number; b: number }>`
+    with k as (
+      select * from unnest(${int4(dirty.map((p) => p.group))}::int4[], ${int4(dirty.map((p) => p.widthMs))}::int4[], ${int8(dirty.map((p) => p.bucket))}::int8[],
+                           ${int4(offsets)}::int4[], ${int4(packed.map((b) => b.byteLength))}::int4[], ${int4(dirty.map((p) => (p.stored ? 1 : 0)))}::int4[])
+                    with ordinality as k(g, w, b, o, l, stored, n)
+    ),
+    updated as (
+      update telemetry_rollup_packs as p set data = substring(${bytea(blob)}::bytea from k.o for k.l)
+      from k where k.stored = 1 and p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
+    )
+    insert into telemetry_rollup_packs (dataset_id, channel_group, width_ms, bucket, data)
+    select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${bytea(blob)}::bytea from k.o for k.l) from k where k.stored = 0 order by k.n
+    on conflict (dataset_id, channel_group, width_ms, bucket) do nothing
+    returning channel_group as g, width_ms as w, bucket::float8 as b`.execute(db);
+  const inserted = new Set(result.rows.map((r) => packKey(r.g, r.w, r.b)));
+  const lost: Pack[] = [];
+  for (const p of dirty) {
+    if (p.stored || inserted.has(packKey(p.group, p.widthMs, p.bucket))) {
+      p.stored = true;
+      p.dirty = false;
+    } else lost.push(p);
+  }
+  return lost;
 }
 
 /**
- * Merge aggregates of new samples into the stored rollups. Call with the dataset's rollup lock held
- * (`lockRollups`) in the transaction that wrote the samples.
+ * Merge aggregates of new samples (`packDeltas`) into the stored rollups, in the transaction that wrote
+ * the samples. `stored`, when given, are the packs of `deltas` already read and locked by the writer's
+ * raw statement (`storedPacksSql`); otherwise they are read here.
  */
-export async function applyRollupDeltas(db: Executor, target: { datasetId: string; arrays: ArrayEncoder }, rows: readonly RollupRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  const deltas: PackSet = new Map();
-  for (const row of rows) {
-    const group = packGroup(row.channel);
-    const key = packKey(group, row.widthMs, row.bucket);
-    let delta = deltas.get(key);
-    if (!delta) deltas.set(key, (delta = { group, widthMs: row.widthMs, bucket: row.bucket, slots: [], dirty: true }));
-    delta.slots[packSlot(row.channel)] = row;
-  }
+export async function applyRollupDeltas(db: Executor, target: Target, deltas: PackSet, stored?: readonly StoredPackRow[]): Promise<void> {
+  if (deltas.size === 0) return;
   const packs: PackSet = new Map();
-  await readPacks(db, target, [...deltas.values()], packs);
+  if (stored) addPacks(packs, [...deltas.values()], stored);
+  else await readPacks(db, target, [...deltas.values()], packs);
   for (const [key, delta] of deltas) {
-    const stored = packs.get(key)!;
-    mergeSlots(stored.slots, delta.slots);
-    stored.dirty = true;
+    const into = packs.get(key)!;
+    mergeSlots(into.slots, delta.slots);
+    into.dirty = true;
   }
-  await writePacks(db, target, packs);
+  let lost = await writePacks(db, target, packs);
+  // Packs another writer created after this transaction's read: read them now (committed, and locked
+  // from here on), merge this batch's aggregates into them, and write again.
+  while (lost.length > 0) {
+    const again: PackSet = new Map();
+    await readPacks(db, target, lost, again);
+    for (const [key, into] of again) {
+      mergeSlots(into.slots, deltas.get(key)!.slots);
+      into.dirty = true;
+    }
+    lost = await writePacks(db, target, again);
+  }
+}
+
+/** `writePacks` where no other writer can create a pack meanwhile (the merge path holds the table's SHARE ROW EXCLUSIVE lock). */
+async function writeAll(db: Executor, target: Target, packs: PackSet): Promise<void> {
+  const lost = await writePacks(db, target, packs);
+  if (lost.length > 0) throw new Error(`${lost.length} rollup packs were created by another writer during a recompute, which holds the table's lock`);
 }
 
 /**
  * Rebuild the rollups of the given finest buckets of some channels from the raw rows, then every
  * coarser bucket containing them from the width below. Used when a stored value was overwritten by a
- * different one: a minimum or maximum cannot be "un-merged", so the bucket is recomputed. Call with the
- * dataset's rollup lock held, after `applyRollupDeltas` of the same batch.
+ * different one: a minimum or maximum cannot be "un-merged", so the bucket is recomputed. Call on the
+ * merge path (the table's SHARE ROW EXCLUSIVE lock held: no other writer), after `applyRollupDeltas` of
+ * the same batch.
  */
 export async function recomputeRollups(
   db: Executor,
@@ -183,7 +259,7 @@ export async function recomputeRollups(
       channels.add(channel.index);
     }
   }
-  await writePacks(db, target, packs);
+  await writeAll(db, target, packs);
 
   // Each coarser bucket holding a recomputed one: its recomputed channels' slots merged from the width below.
   let finer: Map<number, Set<number>> = touched;
@@ -225,7 +301,7 @@ export async function recomputeRollups(
       }
       stored.dirty = true;
     }
-    await writePacks(db, target, packs);
+    await writeAll(db, target, packs);
     finer = coarse;
   }
 }

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { applyRollupDeltas, lockRollups, recomputeRollups, rollupDeltas, rollupLockSql, type RollupRow } from './rollups.ts';
+import { applyRollupDeltas, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type RollupRow, type StoredPackRow } from './rollups.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
@@ -32,8 +32,8 @@ export interface WideWriteResult {
  * - Append (nothing stored yet in the batch's time range — a stream writing in time order): a CTE
  *   probes the range and, when it is empty, inserts the raw rows (`unnest` of binary arrays, see
  *   docs/decisions/0004) in the same statement; when it is not, the statement changes nothing and says
- *   so. The rollup packs the batch touches are then read, merged and written back under the dataset's
- *   rollup lock, in the same transaction.
+ *   so. The same statement reads and locks the rollup packs the batch touches; they are merged here and
+ *   written back by one more statement of the same transaction.
  * - Overlap (some rows exist, or a concurrent writer inserted the same instant first): a transaction
  *   that locks the table against other writers (SHARE ROW EXCLUSIVE; readers are not blocked), reads
  *   the stored cells of the batch's timestamps, upserts the rows (a cell the batch does not carry keeps
@@ -64,22 +64,25 @@ function isRetryableConflict(error: unknown): boolean {
   return code === UNIQUE_VIOLATION || code === DEADLOCK_DETECTED;
 }
 
-/** The append; false when the batch's range already holds rows (nothing written). */
+/**
+ * The append; false when the batch's range already holds rows (nothing written). The raw statement also
+ * reads and locks the rollup packs the batch touches, so the merge costs one more statement (the write).
+ */
 async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promise<boolean> {
   const first = batch.times[0]!;
   const last = batch.times[batch.times.length - 1]!;
   const fresh = sql`not exists (select 1 from existing)`;
+  const deltas = packDeltas(deltasOf(batch, batch.columns.map((c) => c.present)));
   return db.transaction().execute(async (tx) => {
-    // The rollup lock is taken at the end of this statement (after its table lock, as every writer
-    // does), so the packs read by the next statement are the newest committed.
-    const result = await sql<{ overlap: boolean }>`
+    const result = await sql<StoredPackRow & { overlap: boolean }>`
       with existing as materialized (
         select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
       ),
-      raw as (${insertRowsSql(target, batch, false, fresh)})
-      select exists (select 1 from existing) as overlap, ${rollupLockSql(target.datasetId)} as locked`.execute(tx);
+      raw as (${insertRowsSql(target, batch, false, fresh)}),
+      stored as (${storedPacksSql(target, deltas.values())})
+      select e.overlap, s.* from (select exists (select 1 from existing) as overlap) as e left join stored as s on true`.execute(tx);
     if (result.rows[0]!.overlap) return false;
-    await applyRollupDeltas(tx, target, deltasOf(batch, batch.columns.map((c) => c.present)));
+    await applyRollupDeltas(tx, target, deltas, result.rows.filter((r) => r.data !== null));
     return true;
   });
 }
@@ -111,8 +114,7 @@ async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): P
       return mask;
     });
     await insertRowsSql(target, batch, true).execute(tx);
-    await lockRollups(tx, target.datasetId);
-    await applyRollupDeltas(tx, target, deltasOf(batch, newCells));
+    await applyRollupDeltas(tx, target, packDeltas(deltasOf(batch, newCells)));
     await recomputeRollups(tx, target, [...changed].map(([column, buckets]) => ({ channel: column.info, finestBuckets: [...buckets] })));
     return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length, fresh: newCells };
   });
