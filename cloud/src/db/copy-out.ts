@@ -37,13 +37,16 @@ export class CopyRow {
     this.#end = end;
   }
 
-  #length(size: number): number {
+  /** The next field's length (-1 for SQL NULL), checked against `size` when the type has one. */
+  #length(size?: number): number {
     if (this.#pos + 4 > this.#end) throw new CopyFormatError('a field read past the end of its row');
     const length = this.#view.getInt32(this.#pos);
     this.#pos += 4;
     if (length === -1) return length;
-    if (length !== size) throw new CopyFormatError(`a field of ${length} bytes where ${size} were expected`);
-    if (this.#pos + size > this.#end) throw new CopyFormatError('a field read past the end of its row');
+    if (size === undefined ? length < 0 : length !== size) {
+      throw new CopyFormatError(`a field of ${length} bytes${size === undefined ? '' : ` where ${size} were expected`}`);
+    }
+    if (this.#pos + length > this.#end) throw new CopyFormatError('a field read past the end of its row');
     return length;
   }
 
@@ -81,11 +84,8 @@ export class CopyRow {
    * [offset, offset + length). Valid only until `onRow` returns; the view is the socket's chunk.
    */
   bytea(): { view: DataView; offset: number; length: number } | null {
-    if (this.#pos + 4 > this.#end) throw new CopyFormatError('a field read past the end of its row');
-    const length = this.#view.getInt32(this.#pos);
-    this.#pos += 4;
+    const length = this.#length();
     if (length === -1) return null;
-    if (length < 0 || this.#pos + length > this.#end) throw new CopyFormatError('a field read past the end of its row');
     const field = { view: this.#view, offset: this.#pos, length };
     this.#pos += length;
     return field;

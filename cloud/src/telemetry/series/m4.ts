@@ -33,23 +33,37 @@ export function m4sFromPacked(values: Float64Array): M4[] {
   const out: M4[] = [];
   let lastKey = Number.NaN;
   for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
-    const m4: M4 = {
-      count: values[i + 1]!,
-      minV: values[i + 2]!,
-      minT: values[i + 3]!,
-      maxV: values[i + 4]!,
-      maxT: values[i + 5]!,
-      firstT: values[i + 6]!,
-      firstV: values[i + 7]!,
-      lastT: values[i + 8]!,
-      lastV: values[i + 9]!,
-    };
+    const m4 = packedM4At(values, i);
     const key = values[i]!;
     if (key === lastKey) mergeM4(out[out.length - 1]!, m4);
     else out.push(m4);
     lastKey = key;
   }
   return out;
+}
+
+/** The buckets of a packed answer merged into `byKey` by their key (a bucket read partly elsewhere is completed). */
+export function mergePackedInto(values: Float64Array, byKey: Map<number, M4>): void {
+  for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
+    const m4 = packedM4At(values, i);
+    const into = byKey.get(values[i]!);
+    if (into) mergeM4(into, m4);
+    else byKey.set(values[i]!, m4);
+  }
+}
+
+function packedM4At(values: Float64Array, i: number): M4 {
+  return {
+    count: values[i + 1]!,
+    minV: values[i + 2]!,
+    minT: values[i + 3]!,
+    maxV: values[i + 4]!,
+    maxT: values[i + 5]!,
+    firstT: values[i + 6]!,
+    firstV: values[i + 7]!,
+    lastT: values[i + 8]!,
+    lastV: values[i + 9]!,
+  };
 }
 
 /** Buckets keyed by their index on the query's grid, in time order. */

@@ -6,8 +6,9 @@ export const DEFAULT_MAX_POINTS = 1000;
 export const MAX_POINTS_PER_CHANNEL = 100_000;
 export const MAX_CHANNELS_PER_QUERY = 256;
 /**
- * Channels of one Query read at once, each on its own pooled connection. A few keep a many-channel Query
- * fast while leaving the pool (20) to every other request; all 256 at once would take every connection.
+ * Reads of one Query run at once (a narrow channel each; a wide Query's channel groups and raw rows), each
+ * on its own pooled connection. A few keep a many-channel Query fast while leaving the pool (20) to every
+ * other request; all 256 at once would take every connection.
  */
 export const READS_PER_QUERY = 4;
 

@@ -4,9 +4,9 @@ import { copyRowsOut, copyStatementText } from '../../db/copy-out.ts';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { addSample, m4Of, m4sInKeyOrder, mergeParts, PACKED_M4_WIDTH, type M4 } from '../series/m4.ts';
+import { addSample, m4Of, m4sInKeyOrder, mergePackedInto, type M4 } from '../series/m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
-import { packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
+import { mergeSlotAt, packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
@@ -174,15 +174,10 @@ async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQue
     for (let i = 0; i < targets.length; i++) {
       const at = offset + offsets[i]!;
       if (at + SLOT_BYTES > offset + length) continue;
-      const count = view.getFloat64(at);
-      if (count === 0) continue;
+      if (view.getFloat64(at) === 0) continue; // an empty slot
       let m4 = key === lastKey[i] ? held[i] : targets[i]!.get(key);
-      if (m4 === undefined) {
-        targets[i]!.set(key, (m4 = readSlot(view, at, SLOT_BYTES, 0)!));
-      } else {
-        mergeParts(m4, count, view.getFloat64(at + 8), view.getFloat64(at + 16), view.getFloat64(at + 24), view.getFloat64(at + 32),
-          view.getFloat64(at + 40), view.getFloat64(at + 48), view.getFloat64(at + 56), view.getFloat64(at + 64));
-      }
+      if (m4 === undefined) targets[i]!.set(key, (m4 = readSlot(view, at, SLOT_BYTES, 0)!));
+      else mergeSlotAt(m4, view, at);
       lastKey[i] = key;
       held[i] = m4;
     }
@@ -224,17 +219,7 @@ async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly W
       group by 1, 2
     ) as m
     group by c`.execute(db);
-  for (const row of result.rows) {
-    const byKey = out.get(Number(row.c))!;
-    const values = float8ArrayFromBinary(row.buckets);
-    for (let i = 0; i + PACKED_M4_WIDTH <= values.length; i += PACKED_M4_WIDTH) {
-      const key = values[i]!;
-      const [count, minV, minT, maxV, maxT, firstT, firstV, lastT, lastV] = values.subarray(i + 1, i + PACKED_M4_WIDTH) as unknown as number[];
-      const m4 = byKey.get(key);
-      if (m4) mergeParts(m4, count!, minV!, minT!, maxV!, maxT!, firstT!, firstV!, lastT!, lastV!);
-      else byKey.set(key, { count: count!, minV: minV!, minT: minT!, maxV: maxV!, maxT: maxT!, firstT: firstT!, firstV: firstV!, lastT: lastT!, lastV: lastV! });
-    }
-  }
+  for (const row of result.rows) mergePackedInto(float8ArrayFromBinary(row.buckets), out.get(Number(row.c))!);
 }
 
 /**

@@ -149,16 +149,11 @@ function addPacks(into: PackSet, keys: readonly PackKey[], rows: readonly Stored
 async function writePacks(db: Executor, target: Target, packs: PackSet): Promise<Pack[]> {
   const dirty = inKeyOrder([...packs.values()].filter((p) => p.dirty));
   if (dirty.length === 0) return [];
-  // One bytea holding every pack, cut apart in SQL: a parameter either driver sends as it is.
+  // One bytea holding every pack, cut apart in SQL (1-based offsets): a parameter either driver sends as it is.
   const packed = dirty.map((p) => pack(p.slots));
-  const blob = new Uint8Array(packed.reduce((n, b) => n + b.byteLength, 0));
-  const offsets: number[] = [];
-  let at = 0;
-  for (const bytes of packed) {
-    blob.set(bytes, at);
-    offsets.push(at + 1);
-    at += bytes.byteLength;
-  }
+  const blob = Buffer.concat(packed);
+  let at = 1;
+  const offsets = packed.map((bytes) => (at += bytes.byteLength) - bytes.byteLength);
   const { int4, int8, bytea } = target.arrays;
   const result = await sql<{ g: number; w: number; b: number }>`
     with k as (
@@ -308,7 +303,7 @@ export async function recomputeRollups(
 
 /** Every stored rollup of a dataset, one row per channel, width and bucket, in that order (for checks and tools). */
 export async function storedRollups(db: Executor, datasetId: string): Promise<RollupRow[]> {
-  const packs = await sql<{ g: number; w: number; b: number; data: Uint8Array }>`
+  const packs = await sql<StoredPackRow>`
     select channel_group as g, width_ms as w, bucket::float8 as b, data from telemetry_rollup_packs where dataset_id = ${datasetId}::uuid`.execute(db);
   const rows: RollupRow[] = [];
   for (const { g, w, b, data } of packs.rows) {

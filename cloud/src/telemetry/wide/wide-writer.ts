@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { applyRollupDeltas, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type RollupRow, type StoredPackRow } from './rollups.ts';
+import { applyRollupDeltas, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type PackSet, type RollupRow, type StoredPackRow } from './rollups.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
@@ -72,7 +72,7 @@ async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promis
   const first = batch.times[0]!;
   const last = batch.times[batch.times.length - 1]!;
   const fresh = sql`not exists (select 1 from existing)`;
-  const deltas = packDeltas(deltasOf(batch, batch.columns.map((c) => c.present)));
+  const deltas = deltasOf(batch, batch.columns.map((c) => c.present));
   return db.transaction().execute(async (tx) => {
     const result = await sql<StoredPackRow & { overlap: boolean }>`
       with existing as materialized (
@@ -114,18 +114,19 @@ async function writeOverlapping(db: Db, target: WideTarget, batch: WideBatch): P
       return mask;
     });
     await insertRowsSql(target, batch, true).execute(tx);
-    await applyRollupDeltas(tx, target, packDeltas(deltasOf(batch, newCells)));
+    await applyRollupDeltas(tx, target, deltasOf(batch, newCells));
     await recomputeRollups(tx, target, [...changed].map(([column, buckets]) => ({ channel: column.info, finestBuckets: [...buckets] })));
     return { written: batch.cells - overwritten, duplicates: batch.mergedInBatch + overwritten, rows: batch.times.length, fresh: newCells };
   });
 }
 
-function deltasOf(batch: WideBatch, masks: ReadonlyArray<Uint8Array>): RollupRow[] {
+/** The rollup packs a batch changes, with the aggregates of each column's samples where `masks` is set. */
+function deltasOf(batch: WideBatch, masks: ReadonlyArray<Uint8Array>): PackSet {
   const rows: RollupRow[] = [];
   batch.columns.forEach((column, c) => {
     if (column.values) rows.push(...rollupDeltas(column.info.index, batch.times, column.values, masks[c]!));
   });
-  return rows;
+  return packDeltas(rows);
 }
 
 /** PostgreSQL equality of doubles: NaN equals NaN, -0 equals 0. */
