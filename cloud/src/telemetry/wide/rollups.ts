@@ -1,9 +1,10 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { addSample, m4Of, mergeM4, type M4 } from '../series/m4.ts';
 import { ROLLUP_WIDTHS_MS, FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
 import { PACK_CHANNELS, pack, packGroup, packSlot, unpack, mergeSlots } from './rollup-packs.ts';
 import type { ArrayEncoder } from '../sql/sql-arrays.ts';
+import type { KnownPack } from './pack-cache.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 
 /**
@@ -64,13 +65,15 @@ export function rollupDeltas(channel: number, times: ArrayLike<number>, values: 
 
 /** Rollup packs in memory, keyed by `packKey`: each one's slots, whether a row holds it, whether it was changed. */
 export type PackSet = Map<string, Pack>;
-interface Pack {
+export interface Pack {
   group: number;
   widthMs: number;
   bucket: number;
   slots: Array<M4 | undefined>;
   stored: boolean;
   dirty: boolean;
+  /** The bytes stored, once written by this writer. */
+  bytes?: Uint8Array;
 }
 type PackKey = { group: number; widthMs: number; bucket: number };
 type Target = { datasetId: string; arrays: ArrayEncoder };
@@ -171,22 +174,23 @@ async function writePacks(db: Executor, target: Target, packs: PackSet): Promise
     returning channel_group as g, width_ms as w, bucket::float8 as b`.execute(db);
   const inserted = new Set(result.rows.map((r) => packKey(r.g, r.w, r.b)));
   const lost: Pack[] = [];
-  for (const p of dirty) {
+  dirty.forEach((p, i) => {
     if (p.stored || inserted.has(packKey(p.group, p.widthMs, p.bucket))) {
       p.stored = true;
       p.dirty = false;
+      p.bytes = packed[i];
     } else lost.push(p);
-  }
+  });
   return lost;
 }
 
 /**
  * Merge aggregates of new samples (`packDeltas`) into the stored rollups, in the transaction that wrote
  * the samples. `stored`, when given, are the packs of `deltas` already read and locked by the writer's
- * raw statement (`storedPacksSql`); otherwise they are read here.
+ * raw statement (`storedPacksSql`); otherwise they are read here. Returns the packs as written.
  */
-export async function applyRollupDeltas(db: Executor, target: Target, deltas: PackSet, stored?: readonly StoredPackRow[]): Promise<void> {
-  if (deltas.size === 0) return;
+export async function applyRollupDeltas(db: Executor, target: Target, deltas: PackSet, stored?: readonly StoredPackRow[]): Promise<Pack[]> {
+  if (deltas.size === 0) return [];
   const packs: PackSet = new Map();
   if (stored) addPacks(packs, [...deltas.values()], stored);
   else await readPacks(db, target, [...deltas.values()], packs);
@@ -204,9 +208,54 @@ export async function applyRollupDeltas(db: Executor, target: Target, deltas: Pa
     for (const [key, into] of again) {
       mergeSlots(into.slots, deltas.get(key)!.slots);
       into.dirty = true;
+      packs.set(key, into);
     }
     lost = await writePacks(db, target, again);
   }
+  return [...packs.values()];
+}
+
+/**
+ * Pieces of one statement that writes packs merged without reading them (`PackCache.plan`): `keys` and
+ * `checked` are CTEs to put first; `checked` locks, in key order, each pack to be overwritten whose stored
+ * bytes are still the ones it was merged from. Only when it found all `storedCount` of them may the
+ * statement write, and then `writes(guard)` (CTEs updating those and inserting the rest) does; `guard` is
+ * that condition as SQL. A pack taken for new that another writer stored meanwhile fails the insert with
+ * a unique violation, and the whole statement with it.
+ */
+export function knownPacksSql(target: Target, known: readonly KnownPack[]) {
+  // One bytea holding every pack, old bytes and new, cut apart in SQL (1-based offsets; 0 = no old bytes).
+  const parts: Uint8Array[] = [];
+  let at = 1;
+  const place = (bytes: Uint8Array): number => {
+    parts.push(bytes);
+    return (at += bytes.byteLength) - bytes.byteLength;
+  };
+  const newAt = known.map((p) => place(p.bytes));
+  const oldAt = known.map((p) => (p.old ? place(p.old) : 0));
+  const blob = target.arrays.bytea(Buffer.concat(parts));
+  const { int4, int8 } = target.arrays;
+  const keys = sql`keys as materialized (
+      select * from unnest(${int4(known.map((p) => p.group))}::int4[], ${int4(known.map((p) => p.widthMs))}::int4[], ${int8(known.map((p) => p.bucket))}::int8[],
+                           ${int4(newAt)}::int4[], ${int4(known.map((p) => p.bytes.byteLength))}::int4[], ${int4(oldAt)}::int4[], ${int4(known.map((p) => p.old?.byteLength ?? 0))}::int4[])
+                    with ordinality as k(g, w, b, o, l, old_o, old_l, n)
+    ),
+    checked as (
+      select 1 from keys as k join telemetry_rollup_packs as p
+        on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
+      where k.old_o > 0 and p.data = substring(${blob}::bytea from k.old_o for k.old_l)
+      order by k.n
+      for update of p
+    )`;
+  const writes = (guard: RawBuilder<unknown>) => sql`updated as (
+      update telemetry_rollup_packs as p set data = substring(${blob}::bytea from k.o for k.l)
+      from keys as k where ${guard} and k.old_o > 0 and p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
+    ),
+    inserted as (
+      insert into telemetry_rollup_packs (dataset_id, channel_group, width_ms, bucket, data)
+      select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${blob}::bytea from k.o for k.l) from keys as k where ${guard} and k.old_o = 0 order by k.n
+    )`;
+  return { keys, storedCount: known.filter((p) => p.old).length, writes };
 }
 
 /** `writePacks` where no other writer can create a pack meanwhile (the merge path holds the table's SHARE ROW EXCLUSIVE lock). */

@@ -7,6 +7,7 @@ import type { PointSource, SinkCounts, TelemetrySink } from '../ingest/sink.ts';
 import { binaryArrays, textArrays } from '../sql/sql-arrays.ts';
 import { UnknownColumnError, WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
+import { PackCache } from './pack-cache.ts';
 import { wideCommittedSamples } from './limit-samples.ts';
 
 /** A channel list is re-read on an unknown ch_N at most this often (the dataset may have been widened). */
@@ -96,6 +97,7 @@ class WideSink implements TelemetrySink {
 
 export async function openWideSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
   const columns = writableColumns(await listChannelRows(ctx.db, dataset.id));
-  const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays };
+  // The sink's writes take turns (flush), so the packs it remembers are the ones its last write stored.
+  const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays, packs: new PackCache() };
   return new WideSink(ctx, target, new WideBatchBuilder(columns), watchedDataset(dataset));
 }

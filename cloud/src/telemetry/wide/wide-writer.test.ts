@@ -12,6 +12,7 @@ import { binaryArrays, textArrays, type ArrayEncoder } from '../sql/sql-arrays.t
 import { WideBatchBuilder, writableColumns } from './wide-batch.ts';
 import { writeWideBatch, type WideTarget } from './wide-writer.ts';
 import { storedRollups } from './rollups.ts';
+import { PackCache } from './pack-cache.ts';
 
 // The writer against the real Postgres: after any mix of appends, overwrites and out-of-order
 // batches, the rollups must equal an aggregate of the raw rows computed from scratch.
@@ -24,7 +25,7 @@ let handle: DatabaseHandle;
 let organizationId: string;
 let experimentId: string;
 
-async function newTarget(arrays: ArrayEncoder): Promise<WideTarget> {
+async function newTarget(arrays: ArrayEncoder, remember = false): Promise<WideTarget> {
   const id = crypto.randomUUID();
   const table = `wide_${id.replaceAll('-', '')}`;
   await handle.db
@@ -32,7 +33,12 @@ async function newTarget(arrays: ArrayEncoder): Promise<WideTarget> {
     .values({ id, organization_id: organizationId, experiment_id: experimentId, name: id, storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: table })
     .execute();
   await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 double precision, ch_1 bigint, ch_2 boolean, ch_3 text)`).execute(handle.db);
-  return { datasetId: id, table, arrays };
+  return { datasetId: id, table, arrays, packs: remember ? new PackCache() : undefined };
+}
+
+/** Another writer of the same dataset (another stream's sink): its own memory of the packs. */
+function otherWriter(target: WideTarget): WideTarget {
+  return { ...target, packs: target.packs && new PackCache() };
 }
 
 type Cell = [us: number, channel: number, value: number | string | boolean];
@@ -97,11 +103,13 @@ afterAll(async () => {
 const T0 = Date.UTC(2026, 2, 1) * 1000;
 
 describe.each([
-  ['binary arrays (node-postgres)', binaryArrays],
-  ['text arrays (PGlite)', textArrays],
-])('writeWideBatch with %s', (_, arrays) => {
+  ['binary arrays (node-postgres), packs read', binaryArrays, false],
+  ['text arrays (PGlite), packs read', textArrays, false],
+  ['binary arrays (node-postgres), packs remembered', binaryArrays, true],
+  ['text arrays (PGlite), packs remembered', textArrays, true],
+])('writeWideBatch with %s', (_, arrays, remember) => {
   it('appends in time order: every cell written, rollups exact', async () => {
-    const target = await newTarget(arrays);
+    const target = await newTarget(arrays, remember);
     let written = 0;
     for (let b = 0; b < 5; b++) {
       const cells: Cell[] = [];
@@ -120,7 +128,7 @@ describe.each([
   });
 
   it('overwrites, fills, same-value redeliveries and out-of-order batches keep rollups exact and counts honest', async () => {
-    const target = await newTarget(arrays);
+    const target = await newTarget(arrays, remember);
     const base: Cell[] = [];
     for (let i = 0; i < 2000; i++) base.push([T0 + i * 997, 0, i % 50], [T0 + i * 997, 2, i % 2 === 0]);
     await writeWideBatch(handle.db, target, batchOf(base));
@@ -157,12 +165,16 @@ describe.each([
   });
 
   it('concurrent writers of the same instants: conflicts retried under the table lock, rollups still exact', async () => {
-    const target = await newTarget(arrays);
-    const writers = Array.from({ length: 6 }, (_, w) => {
+    const target = await newTarget(arrays, remember);
+    // Every writer has written once before, so with packs remembered each starts from what it knows.
+    await writeWideBatch(handle.db, target, batchOf([[T0 - 1_000_000, 0, 1], [T0 - 1_000_000, 1, 1]]));
+    const writers = Array.from({ length: 6 }, async (_, w) => {
+      const own = otherWriter(target);
+      await writeWideBatch(handle.db, own, batchOf([[T0 - 900_000 + w, 0, w], [T0 - 900_000 + w, 1, w]]));
       const cells: Cell[] = [];
       // Half of each writer's instants are shared with the others, half its own.
       for (let i = 0; i < 400; i++) cells.push([T0 + (i % 2 === 0 ? i : i * 1000 + w) * 500, w % 3, w * 1000 + i]);
-      return writeWideBatch(handle.db, target, batchOf(cells));
+      return writeWideBatch(handle.db, own, batchOf(cells));
     });
     const results = await Promise.all(writers);
     expect(results.reduce((n, r) => n + r.written + r.duplicates, 0)).toBe(6 * 400);
@@ -170,15 +182,17 @@ describe.each([
   });
 
   it('concurrent appends of adjacent ranges sharing rollup buckets: each merge sees the one before, rollups exact', async () => {
-    const target = await newTarget(arrays);
+    const target = await newTarget(arrays, remember);
     // Six writers, each appending 5 ms ranges of its own: no instant and no range overlaps (every batch
     // takes the append path), but two writers share each 10 ms bucket and all share the coarser ones.
+    // With packs remembered, each writer's memory goes stale as the others write.
     const writers = Array.from({ length: 6 }, async (_, w) => {
+      const own = otherWriter(target);
       for (let round = 0; round < 4; round++) {
         const cells: Cell[] = [];
         const start = T0 + (round * 6 + w) * 5_000;
         for (let k = 0; k < 50; k++) cells.push([start + k * 100, 0, Math.cos(w * 50 + k + round)], [start + k * 100, 1, w * 100 - k], [start + k * 100, 2, (k + w) % 2 === 0]);
-        const result = await writeWideBatch(handle.db, target, batchOf(cells));
+        const result = await writeWideBatch(handle.db, own, batchOf(cells));
         expect(result.duplicates).toBe(0);
       }
     });
@@ -187,11 +201,76 @@ describe.each([
   });
 
   it('keeps doubles bit-exact: -0, NaN, infinities, subnormals', async () => {
-    const target = await newTarget(arrays);
+    const target = await newTarget(arrays, remember);
     const values = [-0, NaN, Infinity, -Infinity, 5e-324, 0.1 + 0.2, -1.7976931348623157e308];
     await writeWideBatch(handle.db, target, batchOf(values.map((v, i) => [T0 + i, 0, v] as Cell)));
     const rows = await sql<{ v: string }>`select ch_0::text as v from ${sql.table(target.table)} order by time`.execute(handle.db);
     expect(rows.rows.map((r) => r.v)).toEqual(['-0', 'NaN', 'Infinity', '-Infinity', '5e-324', '0.30000000000000004', '-1.7976931348623157e+308']);
+  });
+});
+
+describe('writeWideBatch with the packs it stored last remembered', () => {
+  /** The statements a writer sends through Kysely (begin and commit are not counted). */
+  function counted() {
+    const seen: string[] = [];
+    const db = handle.db.withPlugin({
+      transformQuery: (args) => {
+        seen.push(args.node.kind);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    return { db, seen };
+  }
+
+  function stream(start: number, rows: number, seed: number): Cell[] {
+    const cells: Cell[] = [];
+    for (let i = 0; i < rows; i++) cells.push([start + i * 250, 0, Math.sin(seed + i) * 100], [start + i * 250, 1, seed * 1000 + i], [start + i * 250, 2, (seed + i) % 3 === 0]);
+    return cells;
+  }
+
+  it("writes a stream's batches after its first in one statement each, rollups exact", async () => {
+    const target = await newTarget(binaryArrays, true);
+    const { db, seen } = counted();
+    await writeWideBatch(db, target, batchOf(stream(T0, 400, 1)));
+    // The first batch reads the packs (the raw statement, then the packs' write).
+    expect(seen).toHaveLength(2);
+    for (let b = 1; b < 6; b++) {
+      seen.length = 0;
+      await writeWideBatch(db, target, batchOf(stream(T0 + b * 100_000, 400, b)));
+      expect(seen).toHaveLength(1);
+    }
+    await expectRollupsExact(target);
+  });
+
+  it('writes nothing over packs another writer changed since, and merges into what is stored instead', async () => {
+    const target = await newTarget(binaryArrays, true);
+    const other = otherWriter(target);
+    await writeWideBatch(handle.db, target, batchOf(stream(T0, 400, 1)));
+    // The other writer merges into the same 1 s and coarser packs (and into the 10 ms bucket the first ended in).
+    await writeWideBatch(handle.db, other, batchOf(stream(T0 + 100_125, 20, 2)));
+    const { db, seen } = counted();
+    await writeWideBatch(db, target, batchOf(stream(T0 + 200_000, 400, 3)));
+    // The remembered packs were stale: one statement that wrote nothing, then the packs read.
+    expect(seen).toHaveLength(3);
+    await expectRollupsExact(target);
+    // And it remembers what it stored then: the next batch is one statement again.
+    seen.length = 0;
+    await writeWideBatch(db, target, batchOf(stream(T0 + 300_000, 400, 4)));
+    expect(seen).toHaveLength(1);
+    await expectRollupsExact(target);
+  });
+
+  it('takes the locked path when a pack it took for new was stored by another writer', async () => {
+    const target = await newTarget(binaryArrays, true);
+    const other = otherWriter(target);
+    const DAY = 86_400_000_000;
+    await writeWideBatch(handle.db, target, batchOf(stream(T0, 40, 1)));
+    // A day later every bucket, coarsest included, is one the first writer has not written yet.
+    await writeWideBatch(handle.db, other, batchOf(stream(T0 + DAY, 4, 2)));
+    const result = await writeWideBatch(handle.db, target, batchOf(stream(T0 + DAY + 1_000, 4, 3)));
+    expect(result).toMatchObject({ written: 12, duplicates: 0, rows: 4 });
+    await expectRollupsExact(target);
   });
 });
 

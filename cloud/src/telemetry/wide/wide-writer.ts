@@ -2,7 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../db/connect.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
-import { applyRollupDeltas, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type PackSet, type RollupRow, type StoredPackRow } from './rollups.ts';
+import { applyRollupDeltas, knownPacksSql, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type Pack, type PackSet, type RollupRow, type StoredPackRow } from './rollups.ts';
+import type { KnownPack, PackCache } from './pack-cache.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
@@ -13,6 +14,12 @@ export interface WideTarget {
   table: string;
   /** How numeric arrays travel to this database (binary with node-postgres, text with PGlite). */
   arrays: ArrayEncoder;
+  /**
+   * The rollup packs this writer stored last (a stream's sink keeps one): with it, a batch appended in
+   * time order merges into them without reading them, in one statement. Without it, or when it does not
+   * know a pack, the packs are read first.
+   */
+  packs?: PackCache;
 }
 
 export interface WideWriteResult {
@@ -32,8 +39,10 @@ export interface WideWriteResult {
  * - Append (nothing stored yet in the batch's time range — a stream writing in time order): a CTE
  *   probes the range and, when it is empty, inserts the raw rows (`unnest` of binary arrays, see
  *   docs/decisions/0004) in the same statement; when it is not, the statement changes nothing and says
- *   so. The same statement reads and locks the rollup packs the batch touches; they are merged here and
- *   written back by one more statement of the same transaction.
+ *   so. The rollup packs the batch touches are written by the same statement when the target's
+ *   `PackCache` knows them (the packs this writer stored last, checked against what is stored under a
+ *   row lock); otherwise the statement reads and locks them, they are merged here and written back by one
+ *   more statement of the same transaction.
  * - Overlap (some rows exist, or a concurrent writer inserted the same instant first): a transaction
  *   that locks the table against other writers (SHARE ROW EXCLUSIVE; readers are not blocked), reads
  *   the stored cells of the batch's timestamps, upserts the rows (a cell the batch does not carry keeps
@@ -44,15 +53,29 @@ export interface WideWriteResult {
  */
 export async function writeWideBatch(db: Db, target: WideTarget, batch: WideBatch): Promise<WideWriteResult> {
   if (batch.times.length === 0 || batch.columns.length === 0) return { written: 0, duplicates: batch.mergedInBatch, rows: 0, fresh: [] };
+  const appended = { written: batch.cells, duplicates: batch.mergedInBatch, rows: batch.times.length, fresh: batch.columns.map((c) => c.present) };
+  const deltas = deltasOf(batch, appended.fresh);
   try {
-    if (await appendIfNew(db, target, batch)) {
-      return { written: batch.cells, duplicates: batch.mergedInBatch, rows: batch.times.length, fresh: batch.columns.map((c) => c.present) };
+    const known = target.packs?.plan(deltas.values());
+    const outcome = known ? await appendWithKnownPacks(db, target, batch, known) : 'unknown';
+    if (outcome === 'written') {
+      target.packs!.remember(known!);
+      return appended;
+    }
+    if (outcome !== 'overlap') {
+      const written = await appendIfNew(db, target, batch, deltas);
+      if (written) {
+        target.packs?.remember(written);
+        return appended;
+      }
     }
   } catch (error) {
-    // Another writer inserted one of these instants between our probe and our insert (or the two
-    // deadlocked): nothing of this statement was applied, so take the locked path.
+    // Another writer inserted one of these instants or packs between our probe and our insert (or the
+    // two deadlocked): nothing of this statement was applied, so take the locked path.
     if (!isRetryableConflict(error)) throw error;
   }
+  // The merge changes packs this writer has not merged itself: read them next time.
+  target.packs?.forget();
   return writeOverlapping(db, target, batch);
 }
 
@@ -64,26 +87,50 @@ function isRetryableConflict(error: unknown): boolean {
   return code === UNIQUE_VIOLATION || code === DEADLOCK_DETECTED;
 }
 
-/**
- * The append; false when the batch's range already holds rows (nothing written). The raw statement also
- * reads and locks the rollup packs the batch touches, so the merge costs one more statement (the write).
- */
-async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch): Promise<boolean> {
+/** The CTE that finds whether the batch's time range already holds a row. */
+function existingSql(target: WideTarget, batch: WideBatch) {
   const first = batch.times[0]!;
   const last = batch.times[batch.times.length - 1]!;
+  return sql`existing as materialized (
+    select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
+  )`;
+}
+
+/**
+ * The append as one autocommitted statement, the packs merged from what the writer remembers
+ * (`PackCache.plan`). It writes only when the range is empty and every remembered pack is still stored
+ * as remembered (locked as it is checked, so it stays so until the statement ends); otherwise it writes
+ * nothing and says why.
+ */
+async function appendWithKnownPacks(db: Db, target: WideTarget, batch: WideBatch, known: readonly KnownPack[]): Promise<'written' | 'overlap' | 'stale'> {
+  const packs = knownPacksSql(target, known);
+  const go = sql`(select ok from go)`;
+  const result = await sql<{ ok: boolean; overlap: boolean }>`
+    with ${existingSql(target, batch)},
+    ${packs.keys},
+    go as materialized (select not exists (select 1 from existing) and (select count(*) from checked) = ${packs.storedCount}::int8 as ok),
+    raw as (${insertRowsSql(target, batch, false, go)}),
+    ${packs.writes(go)}
+    select ${go} as ok, exists (select 1 from existing) as overlap`.execute(db);
+  const { ok, overlap } = result.rows[0]!;
+  return ok ? 'written' : overlap ? 'overlap' : 'stale';
+}
+
+/**
+ * The append that reads the packs; undefined when the batch's range already holds rows (nothing
+ * written), else the packs as written. The raw statement also reads and locks the rollup packs the
+ * batch touches, so the merge costs one more statement (the write).
+ */
+async function appendIfNew(db: Db, target: WideTarget, batch: WideBatch, deltas: PackSet): Promise<Pack[] | undefined> {
   const fresh = sql`not exists (select 1 from existing)`;
-  const deltas = deltasOf(batch, batch.columns.map((c) => c.present));
   return db.transaction().execute(async (tx) => {
     const result = await sql<StoredPackRow & { overlap: boolean }>`
-      with existing as materialized (
-        select 1 from ${sql.table(target.table)} where time >= ${usToTimestamp(first)} and time <= ${usToTimestamp(last)} limit 1
-      ),
+      with ${existingSql(target, batch)},
       raw as (${insertRowsSql(target, batch, false, fresh)}),
       stored as (${storedPacksSql(target, deltas.values())})
       select e.overlap, s.* from (select exists (select 1 from existing) as overlap) as e left join stored as s on true`.execute(tx);
-    if (result.rows[0]!.overlap) return false;
-    await applyRollupDeltas(tx, target, deltas, result.rows.filter((r) => r.data !== null));
-    return true;
+    if (result.rows[0]!.overlap) return undefined;
+    return applyRollupDeltas(tx, target, deltas, result.rows.filter((r) => r.data !== null));
   });
 }
 
