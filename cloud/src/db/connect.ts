@@ -19,7 +19,7 @@ export const CONNECT_TIMEOUT_MS = 5000;
 /**
  * How long a pooled connection lives before the pool replaces it (at its next release). Prepared
  * statements live as long as their connection, so this bounds how long the plans of a MAVLink stream
- * that ended stay in PostgreSQL's memory (telemetry/narrow/prepared-shapes.ts); a new connection every
+ * that ended stay in PostgreSQL's memory (db/prepared-shapes.ts); a new connection every
  * five minutes costs nothing measurable.
  */
 export const POOL_CONNECTION_LIFETIME_S = 300;

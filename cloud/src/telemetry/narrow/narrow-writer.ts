@@ -23,7 +23,7 @@ import {
   type SharedTable,
 } from './message-tables.ts';
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
-import { PreparedShapes } from './prepared-shapes.ts';
+import { PreparedShapes } from '../../db/prepared-shapes.ts';
 import { loadBootSessions } from './session-store.ts';
 import { timestamptzArray } from './sql-timestamps.ts';
 
@@ -327,7 +327,7 @@ const STATEMENT_TEXTS_KEPT = 1000;
 
 /** Shapes named at once: ~2 per streaming vehicle, at most 1.85 MB of plan each per connection (prepared-shapes.ts). */
 export const PREPARED_SHAPES_MAX = 16;
-const PREPARED = new PreparedShapes({ max: PREPARED_SHAPES_MAX, lifetimeMs: POOL_CONNECTION_LIFETIME_S * 1000 });
+const PREPARED = new PreparedShapes({ prefix: 'sortie_narrow_', max: PREPARED_SHAPES_MAX, lifetimeMs: POOL_CONNECTION_LIFETIME_S * 1000 });
 
 /** A table's rows when the batch has none: an empty array literal, sent as text. */
 const EMPTY_ROWS = '{}';

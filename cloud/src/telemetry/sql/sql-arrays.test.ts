@@ -1,3 +1,4 @@
+import type { BinaryParam } from '../../db/direct-query.ts';
 import { describe, expect, it } from 'vitest';
 import { arrayLiteral, binaryArrays, float8ArrayFromBinary, float8Text, quotedBytea, quotedText, textArrays } from './sql-arrays.ts';
 
@@ -16,7 +17,7 @@ describe('array literals', () => {
 
 describe('binary arrays', () => {
   it('writes the PostgreSQL binary array layout: header, then length-prefixed big-endian elements, -1 for NULL', () => {
-    const buf = binaryArrays.float8([1.5, 0, -2], new Uint8Array([1, 0, 1])) as Buffer;
+    const buf = (binaryArrays.float8([1.5, 0, -2], new Uint8Array([1, 0, 1])) as BinaryParam).toPostgres();
     expect([buf.readInt32BE(0), buf.readInt32BE(4), buf.readInt32BE(8), buf.readInt32BE(12), buf.readInt32BE(16)]).toEqual([1, 1, 701, 3, 1]);
     expect([buf.readInt32BE(20), buf.readDoubleBE(24), buf.readInt32BE(32), buf.readInt32BE(36), buf.readDoubleBE(40)]).toEqual([8, 1.5, -1, 8, -2]);
     expect(buf.length).toBe(48);
@@ -24,10 +25,10 @@ describe('binary arrays', () => {
 
   it('encodes int8 exactly for negative and large safe integers', () => {
     const values = [-1, 0, 2 ** 53 - 1, -(2 ** 53) + 1, 1_767_225_600_000_000];
-    const buf = binaryArrays.int8(values) as Buffer;
+    const buf = (binaryArrays.int8(values) as BinaryParam).toPostgres();
     expect(buf.readInt32BE(8)).toBe(20);
     expect(values.map((_, i) => Number(buf.readBigInt64BE(24 + i * 12)))).toEqual(values);
-    const int4 = binaryArrays.int4([7, -7]) as Buffer;
+    const int4 = (binaryArrays.int4([7, -7]) as BinaryParam).toPostgres();
     expect([int4.readInt32BE(8), int4.readInt32BE(24), int4.readInt32BE(32)]).toEqual([23, 7, -7]);
   });
 });
@@ -36,7 +37,7 @@ describe('reading binary float8 arrays', () => {
   it('reads back what the writer wrote, bit-exact, NULL as NaN', () => {
     const values = [1.5, -0, NaN, Infinity, -Infinity, 5e-324, 1_796_342_400_000_000];
     const present = new Uint8Array([1, 1, 1, 1, 1, 1, 0]);
-    const read = float8ArrayFromBinary(binaryArrays.float8(values, present) as Buffer);
+    const read = float8ArrayFromBinary((binaryArrays.float8(values, present) as BinaryParam).toPostgres());
     expect(Object.is(read[1], -0)).toBe(true);
     expect([...read]).toEqual([1.5, -0, NaN, Infinity, -Infinity, 5e-324, NaN]);
   });
@@ -60,6 +61,6 @@ describe('reading binary float8 arrays', () => {
   });
 
   it('refuses an array of another type rather than misreading it', () => {
-    expect(() => float8ArrayFromBinary(binaryArrays.int8([1]) as Buffer)).toThrow(/float8/);
+    expect(() => float8ArrayFromBinary((binaryArrays.int8([1]) as BinaryParam).toPostgres())).toThrow(/float8/);
   });
 });

@@ -1,3 +1,4 @@
+import { BinaryParam } from '../../db/direct-query.ts';
 import { PG_EPOCH_US } from '../../db/sql-text.ts';
 
 /**
@@ -45,15 +46,35 @@ export function numberArrayLiteral(values: ArrayLike<number>): string {
 
 const OID = { int4: 23, int8: 20, float8: 701, timestamptz: 1184 } as const;
 
-/** PostgreSQL binary array: ndim, has-nulls flag, element type, then (size, lower bound) per dimension. */
-function binaryArray(oid: number, length: number, nulls: number, elementBytes: number): { buf: Buffer; pos: number } {
-  const buf = Buffer.allocUnsafe(20 + length * 4 + (length - nulls) * elementBytes);
-  buf.writeInt32BE(1, 0);
-  buf.writeInt32BE(nulls > 0 ? 1 : 0, 4);
-  buf.writeInt32BE(oid, 8);
-  buf.writeInt32BE(length, 12);
-  buf.writeInt32BE(1, 16);
-  return { buf, pos: 20 };
+/**
+ * A one-dimensional PostgreSQL binary array: ndim, has-nulls flag, element type, then (size, lower
+ * bound), then each element as its length and bytes (-1 for NULL). A BinaryParam: written where it is
+ * sent (straight into the Bind message on the ingest path, db/direct-query.ts), not built beforehand.
+ */
+abstract class BinaryArray extends BinaryParam {
+  readonly byteLength: number;
+  readonly #oid: number;
+  readonly #length: number;
+  readonly #nulls: number;
+
+  constructor(oid: number, length: number, nulls: number, elementBytes: number) {
+    super();
+    this.#oid = oid;
+    this.#length = length;
+    this.#nulls = nulls;
+    this.byteLength = 20 + length * 4 + (length - nulls) * elementBytes;
+  }
+
+  writeTo(buf: Buffer, at: number): void {
+    buf.writeInt32BE(1, at);
+    buf.writeInt32BE(this.#nulls > 0 ? 1 : 0, at + 4);
+    buf.writeInt32BE(this.#oid, at + 8);
+    buf.writeInt32BE(this.#length, at + 12);
+    buf.writeInt32BE(1, at + 16);
+    this.writeElements(buf, at + 20);
+  }
+
+  protected abstract writeElements(buf: Buffer, at: number): void;
 }
 
 /**
@@ -61,23 +82,79 @@ function binaryArray(oid: number, length: number, nulls: number, elementBytes: n
  * `values[i] - offset`. Two 32-bit halves: exact for every safe integer, negative ones included, without
  * BigInt.
  */
-function binaryInt8Elements(oid: number, values: ArrayLike<number>, offset: number): Buffer {
-  let { buf, pos } = binaryArray(oid, values.length, 0, 8);
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]! - offset;
-    const hi = Math.floor(v / 4294967296);
-    buf.writeInt32BE(8, pos);
-    buf.writeInt32BE(hi, pos + 4);
-    buf.writeUInt32BE(v - hi * 4294967296, pos + 8);
-    pos += 12;
+class BinaryInt8Array extends BinaryArray {
+  readonly #values: ArrayLike<number>;
+  readonly #offset: number;
+
+  constructor(oid: number, values: ArrayLike<number>, offset: number) {
+    super(oid, values.length, 0, 8);
+    this.#values = values;
+    this.#offset = offset;
   }
-  return buf;
+
+  protected writeElements(buf: Buffer, pos: number): void {
+    const values = this.#values;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]! - this.#offset;
+      const hi = Math.floor(v / 4294967296);
+      buf.writeInt32BE(8, pos);
+      buf.writeInt32BE(hi, pos + 4);
+      buf.writeUInt32BE(v - hi * 4294967296, pos + 8);
+      pos += 12;
+    }
+  }
 }
 
+class BinaryInt4Array extends BinaryArray {
+  readonly #values: ArrayLike<number>;
 
-/** PostgreSQL's binary timestamptz[] of µs since the Unix epoch (node-postgres sends a Buffer as binary). */
-export function binaryTimestamptzArray(us: ArrayLike<number>): Buffer {
-  return binaryInt8Elements(OID.timestamptz, us, PG_EPOCH_US);
+  constructor(values: ArrayLike<number>) {
+    super(OID.int4, values.length, 0, 4);
+    this.#values = values;
+  }
+
+  protected writeElements(buf: Buffer, pos: number): void {
+    const values = this.#values;
+    for (let i = 0; i < values.length; i++) {
+      buf.writeInt32BE(4, pos);
+      buf.writeInt32BE(values[i]!, pos + 4);
+      pos += 8;
+    }
+  }
+}
+
+/** A float8 array of `values[0, length)`; element i is NULL where `present[i] === 0`. Doubles stay bit-exact. */
+class BinaryFloat8Array extends BinaryArray {
+  readonly #values: ArrayLike<number>;
+  readonly #present: ArrayLike<number> | undefined;
+  readonly #count: number;
+
+  constructor(values: ArrayLike<number>, present: ArrayLike<number> | undefined, length: number) {
+    super(OID.float8, length, countHoles(present, length), 8);
+    this.#values = values;
+    this.#present = present;
+    this.#count = length;
+  }
+
+  protected writeElements(buf: Buffer, pos: number): void {
+    const values = this.#values;
+    const present = this.#present;
+    for (let i = 0; i < this.#count; i++) {
+      if (present && !present[i]) {
+        buf.writeInt32BE(-1, pos);
+        pos += 4;
+      } else {
+        buf.writeInt32BE(8, pos);
+        buf.writeDoubleBE(values[i]!, pos + 4);
+        pos += 12;
+      }
+    }
+  }
+}
+
+/** PostgreSQL's binary timestamptz[] of µs since the Unix epoch. */
+export function binaryTimestamptzArray(us: ArrayLike<number>): BinaryParam {
+  return new BinaryInt8Array(OID.timestamptz, us, PG_EPOCH_US);
 }
 
 function countHoles(present: ArrayLike<number> | undefined, length: number): number {
@@ -92,9 +169,9 @@ function countHoles(present: ArrayLike<number> | undefined, length: number): num
  * (`$1::float8[]`). For float8, `present[i] === 0` makes element i NULL.
  */
 export interface ArrayEncoder {
-  float8(values: ArrayLike<number>, present?: ArrayLike<number>, length?: number): string | Buffer;
-  int8(values: ArrayLike<number>): string | Buffer;
-  int4(values: ArrayLike<number>): string | Buffer;
+  float8(values: ArrayLike<number>, present?: ArrayLike<number>, length?: number): string | BinaryParam;
+  int8(values: ArrayLike<number>): string | BinaryParam;
+  int4(values: ArrayLike<number>): string | BinaryParam;
   /** Bytes for a `$1::bytea` parameter (both drivers take bytes as they are: PGlite refuses a hex text). */
   bytea(bytes: Uint8Array): Uint8Array;
 }
@@ -114,31 +191,9 @@ export const textArrays: ArrayEncoder = {
 };
 
 export const binaryArrays: ArrayEncoder = {
-  float8: (values, present, length = values.length) => {
-    const nulls = countHoles(present, length);
-    let { buf, pos } = binaryArray(OID.float8, length, nulls, 8);
-    for (let i = 0; i < length; i++) {
-      if (present && !present[i]) {
-        buf.writeInt32BE(-1, pos);
-        pos += 4;
-      } else {
-        buf.writeInt32BE(8, pos);
-        buf.writeDoubleBE(values[i]!, pos + 4);
-        pos += 12;
-      }
-    }
-    return buf;
-  },
-  int8: (values) => binaryInt8Elements(OID.int8, values, 0),
-  int4: (values) => {
-    let { buf, pos } = binaryArray(OID.int4, values.length, 0, 4);
-    for (let i = 0; i < values.length; i++) {
-      buf.writeInt32BE(4, pos);
-      buf.writeInt32BE(values[i]!, pos + 4);
-      pos += 8;
-    }
-    return buf;
-  },
+  float8: (values, present, length = values.length) => new BinaryFloat8Array(values, present, length),
+  int8: (values) => new BinaryInt8Array(OID.int8, values, 0),
+  int4: (values) => new BinaryInt4Array(values),
   bytea: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
 };
 

@@ -98,6 +98,6 @@ class WideSink implements TelemetrySink {
 export async function openWideSink(ctx: AppContext, dataset: DatasetRow): Promise<TelemetrySink> {
   const columns = writableColumns(await listChannelRows(ctx.db, dataset.id));
   // The sink's writes take turns (flush), so the packs it remembers are the ones its last write stored.
-  const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays, packs: new PackCache() };
+  const target = { datasetId: dataset.id, table: dataset.table_name!, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays, packs: new PackCache(), pool: ctx.database.pool };
   return new WideSink(ctx, target, new WideBatchBuilder(columns), watchedDataset(dataset));
 }

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../../auth/organizations.ts';
@@ -33,7 +34,8 @@ async function newTarget(arrays: ArrayEncoder, remember = false): Promise<WideTa
     .values({ id, organization_id: organizationId, experiment_id: experimentId, name: id, storage_shape: 'wide', codec: null, dialect: null, format: null, table_name: table })
     .execute();
   await sql.raw(`create table ${table} (time timestamptz primary key, ch_0 double precision, ch_1 bigint, ch_2 boolean, ch_3 text)`).execute(handle.db);
-  return { datasetId: id, table, arrays, packs: remember ? new PackCache() : undefined };
+  // With node-postgres's arrays the one-statement append goes straight to the pool (db/direct-query.ts), as in the server.
+  return { datasetId: id, table, arrays, packs: remember ? new PackCache() : undefined, pool: remember && arrays === binaryArrays ? handle.pool : undefined };
 }
 
 /** Another writer of the same dataset (another stream's sink): its own memory of the packs. */
@@ -230,7 +232,8 @@ describe('writeWideBatch with the packs it stored last remembered', () => {
   }
 
   it("writes a stream's batches after its first in one statement each, rollups exact", async () => {
-    const target = await newTarget(binaryArrays, true);
+    // Through Kysely (no pool), where the plugin sees every statement.
+    const target = { ...(await newTarget(binaryArrays, true)), pool: undefined };
     const { db, seen } = counted();
     await writeWideBatch(db, target, batchOf(stream(T0, 400, 1)));
     // The first batch reads the packs (the raw statement, then the packs' write).
@@ -244,7 +247,7 @@ describe('writeWideBatch with the packs it stored last remembered', () => {
   });
 
   it('writes nothing over packs another writer changed since, and merges into what is stored instead', async () => {
-    const target = await newTarget(binaryArrays, true);
+    const target = { ...(await newTarget(binaryArrays, true)), pool: undefined };
     const other = otherWriter(target);
     await writeWideBatch(handle.db, target, batchOf(stream(T0, 400, 1)));
     // The other writer merges into the same 1 s and coarser packs (and into the 10 ms bucket the first ended in).
@@ -259,6 +262,20 @@ describe('writeWideBatch with the packs it stored last remembered', () => {
     await writeWideBatch(db, target, batchOf(stream(T0 + 300_000, 400, 4)));
     expect(seen).toHaveLength(1);
     await expectRollupsExact(target);
+  });
+
+  it('runs the one-statement append prepared on its connection, its arrays written into the message', async () => {
+    const single = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      const target = { ...(await newTarget(binaryArrays, true)), pool: single };
+      for (let b = 0; b < 4; b++) await writeWideBatch(handle.db, target, batchOf(stream(T0 + b * 100_000, 400, b)));
+      await expectRollupsExact(target);
+      // Batch 1 reads the packs; 2 runs the statement unnamed, 3 prepares it, 4 runs it prepared.
+      const prepared = await single.query<{ runs: number }>(`select (generic_plans + custom_plans)::int as runs from pg_prepared_statements where name like 'sortie_wide_%'`);
+      expect(prepared.rows).toEqual([{ runs: 2 }]);
+    } finally {
+      await single.end();
+    }
   });
 
   it('takes the locked path when a pack it took for new was stored by another writer', async () => {

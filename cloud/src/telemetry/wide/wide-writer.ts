@@ -1,5 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../../db/connect.ts';
+import type pg from 'pg';
+import { POOL_CONNECTION_LIFETIME_S, type Db } from '../../db/connect.ts';
+import { runDirect } from '../../db/direct-query.ts';
+import { PreparedShapes } from '../../db/prepared-shapes.ts';
 import type { Executor } from '../../db/executor.ts';
 import { FINEST_WIDTH_US, bucketStart } from './rollup-levels.ts';
 import { applyRollupDeltas, knownPacksSql, packDeltas, recomputeRollups, rollupDeltas, storedPacksSql, type Pack, type PackSet, type RollupRow, type StoredPackRow } from './rollups.ts';
@@ -20,6 +23,8 @@ export interface WideTarget {
    * know a pack, the packs are read first.
    */
   packs?: PackCache;
+  /** The pg pool with node-postgres: the one-statement append of a stream runs prepared on it (db/prepared-shapes.ts). */
+  pool?: pg.Pool;
 }
 
 export interface WideWriteResult {
@@ -87,6 +92,10 @@ function isRetryableConflict(error: unknown): boolean {
   return code === UNIQUE_VIOLATION || code === DEADLOCK_DETECTED;
 }
 
+/** Shapes named at once: ~1 per streaming dataset (its table and columns). */
+const PREPARED_SHAPES_MAX = 32;
+const PREPARED = new PreparedShapes({ prefix: 'sortie_wide_', max: PREPARED_SHAPES_MAX, lifetimeMs: POOL_CONNECTION_LIFETIME_S * 1000 });
+
 /** The CTE that finds whether the batch's time range already holds a row. */
 function existingSql(target: WideTarget, batch: WideBatch) {
   const first = batch.times[0]!;
@@ -105,14 +114,17 @@ function existingSql(target: WideTarget, batch: WideBatch) {
 async function appendWithKnownPacks(db: Db, target: WideTarget, batch: WideBatch, known: readonly KnownPack[]): Promise<'written' | 'overlap' | 'stale'> {
   const packs = knownPacksSql(target, known);
   const go = sql`(select ok from go)`;
-  const result = await sql<{ ok: boolean; overlap: boolean }>`
+  const compiled = sql<{ ok: boolean; overlap: boolean }>`
     with ${existingSql(target, batch)},
     ${packs.keys},
     go as materialized (select not exists (select 1 from existing) and (select count(*) from checked) = ${packs.storedCount}::int8 as ok),
     raw as (${insertRowsSql(target, batch, false, go)}),
     ${packs.writes(go)}
-    select ${go} as ok, exists (select 1 from existing) as overlap`.execute(db);
-  const { ok, overlap } = result.rows[0]!;
+    select ${go} as ok, exists (select 1 from existing) as overlap`.compile(db);
+  // A stream sends this text batch after batch (same table, same columns): parsed and planned once per
+  // connection; and its arrays are written straight into the message (db/direct-query.ts).
+  const rows = target.pool ? await runDirect(target.pool, PREPARED.use(compiled.sql, compiled.sql) ?? '', compiled) : (await db.executeQuery(compiled)).rows;
+  const { ok, overlap } = rows[0]!;
   return ok ? 'written' : overlap ? 'overlap' : 'stale';
 }
 

@@ -4,7 +4,7 @@ import { PreparedShapes } from './prepared-shapes.ts';
 describe('PreparedShapes', () => {
   const make = () => {
     let now = 0;
-    const shapes = new PreparedShapes({ max: 2, lifetimeMs: 1000, now: () => now });
+    const shapes = new PreparedShapes({ prefix: 'sortie_narrow_', max: 2, lifetimeMs: 1000, now: () => now });
     return { shapes, advance: (ms: number) => (now += ms) };
   };
 

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Which statement shapes of the MAVLink writer run as named prepared statements (decision 0006).
+ * Which statement shapes of a writer run as named prepared statements: the MAVLink writer's (decision
+ * 0006) and the wide writer's one-statement appends (decision 0004). Their texts depend on the dataset
+ * (its tables, its columns), so they cannot have one fixed name as `runHot`'s other statements do.
  *
  * A shape is prepared the second time it is seen, so a one-off (a dataset's table set that grew)
  * keeps no plan on a connection. PostgreSQL keeps a prepared statement's plan on every connection that
@@ -19,7 +21,11 @@ export class PreparedShapes {
   readonly #seen = new Map<string, number>();
   readonly #named = new Map<string, { name: string; usedAt: number }>();
 
-  constructor(options: { max: number; lifetimeMs: number; now?: () => number }) {
+  readonly #prefix: string;
+
+  /** `prefix` starts every name (one per writer, so two writers never share a name). */
+  constructor(options: { prefix: string; max: number; lifetimeMs: number; now?: () => number }) {
+    this.#prefix = options.prefix;
     this.#max = options.max;
     this.#lifetimeMs = options.lifetimeMs;
     this.#now = options.now ?? (() => performance.now());
@@ -39,7 +45,7 @@ export class PreparedShapes {
     this.#seen.set(shape, seen);
     if (seen < 2 || !this.#room(now)) return undefined;
     this.#seen.delete(shape);
-    const name = `sortie_narrow_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+    const name = `${this.#prefix}${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
     this.#named.set(shape, { name, usedAt: now });
     return name;
   }
