@@ -53,6 +53,23 @@ describe('encoded TelemetryPoint decoding', () => {
     expect(builder.take()).toEqual(viaObjects(POINTS).batch);
   });
 
+  it('reads a timestamp the points of a row share once, and never reuses one that differs', () => {
+    // Rows of three points with the same instant, next to instants whose encodings have the same length
+    // and differ in one byte, and an empty Timestamp (the epoch) right after a non-empty one.
+    const rows: TelemetryPoint[] = [];
+    const instants: Array<[bigint, number]> = [[1_700_000_000n, 5], [1_700_000_000n, 6], [1_700_000_001n, 6], [0n, 0], [1_700_000_001n, 6], [0n, 0], [0n, 0], [127n, 0], [128n, 0]];
+    instants.forEach(([seconds, nanos], r) => {
+      for (const channel of ['0', '1', '3']) rows.push(point(channel, seconds, nanos, channel === '3' ? { case: 'bool', value: r % 2 === 0 } : { case: 'int32', value: r * 10 + Number(channel) }));
+    });
+    // An explicitly empty Timestamp message, as some encoders write the epoch.
+    rows.push(create(TelemetryPointSchema, { channelId: '0', timestamp: {}, type: { case: 'double', value: 0.5 } }));
+    const builder = new WideBatchBuilder(columns);
+    stageEncodedBatch(builder, toBinary(PointBatchSchema, create(PointBatchSchema, { points: rows })), (i) => `batch.points[${i}]`);
+    const expected = viaObjects(rows).batch;
+    expect(builder.take()).toEqual(expected);
+    expect(Array.from(expected.times)).toEqual([0, 127_000_000, 128_000_000, 1_700_000_000_000_000, 1_700_000_001_000_000]);
+  });
+
   it('keeps 64-bit integers exact beyond 2^53 and pre-1970 times floored to the microsecond', () => {
     const { batch } = viaObjects(POINTS);
     expect(batch.times[0]).toBe(-86_400_000_000 + 999_999);
