@@ -25,7 +25,7 @@ import {
 import type { MessageGroup, NarrowBatch } from './narrow-batch.ts';
 import { PreparedShapes } from '../../db/prepared-shapes.ts';
 import { loadBootSessions } from './session-store.ts';
-import { timestamptzArray } from './sql-timestamps.ts';
+import { timestamptzArray } from '../sql/sql-timestamps.ts';
 
 export interface NarrowTarget {
   datasetId: string;

@@ -169,6 +169,8 @@ function countHoles(present: ArrayLike<number> | undefined, length: number): num
  * (`$1::float8[]`). For float8, `present[i] === 0` makes element i NULL.
  */
 export interface ArrayEncoder {
+  /** Whether arrays travel in binary (node-postgres) or as literals (PGlite). */
+  readonly binary: boolean;
   float8(values: ArrayLike<number>, present?: ArrayLike<number>, length?: number): string | BinaryParam;
   int8(values: ArrayLike<number>): string | BinaryParam;
   int4(values: ArrayLike<number>): string | BinaryParam;
@@ -177,6 +179,7 @@ export interface ArrayEncoder {
 }
 
 export const textArrays: ArrayEncoder = {
+  binary: false,
   float8: (values, present, length = values.length) => {
     let out = '{';
     for (let i = 0; i < length; i++) {
@@ -191,6 +194,7 @@ export const textArrays: ArrayEncoder = {
 };
 
 export const binaryArrays: ArrayEncoder = {
+  binary: true,
   float8: (values, present, length = values.length) => new BinaryFloat8Array(values, present, length),
   int8: (values) => new BinaryInt8Array(OID.int8, values, 0),
   int4: (values) => new BinaryInt4Array(values),

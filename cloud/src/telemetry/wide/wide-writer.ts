@@ -9,6 +9,7 @@ import { applyRollupDeltas, knownPacksSql, packDeltas, recomputeRollups, rollupD
 import type { KnownPack, PackCache } from './pack-cache.ts';
 import { arrayLiteral, type ArrayEncoder } from '../sql/sql-arrays.ts';
 import { columnValueSql, usToTimestamp } from '../sql/sql-time.ts';
+import { timestamptzArray } from '../sql/sql-timestamps.ts';
 import type { WideBatch, WideBatchColumn } from './wide-batch.ts';
 
 export interface WideTarget {
@@ -197,8 +198,9 @@ function sameDouble(a: number, b: number): boolean {
 function insertRowsSql(target: WideTarget, batch: WideBatch, upsert: boolean, guard?: RawBuilder<unknown>) {
   const names = batch.columns.map((c) => sql.ref(c.info.name));
   const aliases = batch.columns.map((_, c) => sql.ref(`u.c${c}`));
+  const times = timestamptzArray(batch.times, target.arrays.binary, 'u.t');
   const sources = [
-    sql`${target.arrays.int8(batch.times)}::int8[]`,
+    times.param,
     ...batch.columns.map((c) =>
       c.cells
         ? sql`${arrayLiteral(c.cells, batch.times.length)}::${sql.raw(c.info.physicalType)}[]`
@@ -211,7 +213,7 @@ function insertRowsSql(target: WideTarget, batch: WideBatch, upsert: boolean, gu
     : sql``;
   return sql`
     insert into ${sql.table(target.table)} as t (time, ${sql.join(names)})
-    select ${usToTimestamp(sql`u.t`)}, ${sql.join(aliases)}
+    select ${times.value}, ${sql.join(aliases)}
     from unnest(${sql.join(sources)}) as ${unnestAs}
     ${guard ? sql`where ${guard}` : sql``}
     ${onConflict}`;

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
-import { binaryTimestamptzArray, numberArrayLiteral } from '../sql/sql-arrays.ts';
-import { usToTimestamp } from '../sql/sql-time.ts';
+import { binaryTimestamptzArray, numberArrayLiteral } from './sql-arrays.ts';
+import { usToTimestamp } from './sql-time.ts';
 
 /**
  * A timestamptz[] parameter from µs since the Unix epoch. With node-postgres it travels in binary
