@@ -3,6 +3,8 @@ import type { HandlerContext } from '@connectrpc/connect';
 import type { QueryRequest, QueryResponseSchema } from '@sortie/contracts';
 import { readSeries, type SeriesResult } from '../../telemetry/read.ts';
 import { principalOf } from '../rpc/context.ts';
+import { isJsonContentType } from '../rpc/lazy-schema.ts';
+import { encodeSeries } from '../rpc/series-wire.ts';
 import { runRpc, uuidField } from '../rpc/handler.ts';
 import { microsToTimestamp, timestampMicros } from '../rpc/timestamps.ts';
 import type { GrpcDeps } from '../rpc/deps.ts';
@@ -21,7 +23,7 @@ export function queryHandler({ ctx }: GrpcDeps) {
         const to = request.to && timestampMicros(request.to, 'to');
         const read = { datasetId, experimentId, channelIds: request.channelIds, from, to, maxPointsPerChannel: request.maxPointsPerChannel };
         const series = await readSeries(ctx.db, principal.organizationId, read, ctx.database.pool);
-        return seriesResponse(series, request.columns);
+        return seriesResponse(series, request.columns, !isJsonContentType(context.requestHeader.get('content-type') ?? undefined));
       },
       (r) => ({ datasetId: request.datasetId, channels: request.channelIds.length, totalRawPoints: Number(r.totalRawPoints) }),
     );
@@ -30,9 +32,12 @@ export function queryHandler({ ctx }: GrpcDeps) {
 /**
  * The answer in the layout asked for. As columns, each series is two arrays of doubles (times in µs,
  * values): packed on the wire, no message or Timestamp per sample, so the server writes and the client
- * reads a few tight loops instead of a message per sample (bench:query prints both layouts).
+ * reads a few tight loops instead of a message per sample (bench:query prints both layouts). A binary
+ * answer's series are written here already encoded (the lazy descriptor declares them bytes).
  */
-function seriesResponse(series: SeriesResult[], columns: boolean): MessageInitShape<typeof QueryResponseSchema> {
+function seriesResponse(series: SeriesResult[], columns: boolean, binary: boolean): MessageInitShape<typeof QueryResponseSchema> {
+  const totalRawPoints = BigInt(series.reduce((n, s) => n + s.rawPoints, 0));
+  if (binary) return { series: series.map((s) => encodeSeries(s, columns)) as never, totalRawPoints };
   return {
     series: series.map((s) => ({
       channelId: s.channelId,
@@ -41,6 +46,6 @@ function seriesResponse(series: SeriesResult[], columns: boolean): MessageInitSh
         ? { timesUs: s.samples.map((p) => p.t), values: s.samples.map((p) => p.v) }
         : { points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })) }),
     })),
-    totalRawPoints: BigInt(series.reduce((n, s) => n + s.rawPoints, 0)),
+    totalRawPoints,
   };
 }

@@ -10,15 +10,17 @@ import {
 import { file_sortie_telemetry_v1_telemetry, type PointBatch, type StreamSessionHeader, type TelemetryPoint } from '@sortie/contracts';
 
 /**
- * TelemetryService as the server decodes binary requests: the same file descriptor, except that
- * StreamSubmitRequest.point and .batch and SubmitRequest.points are declared `bytes`. A message field
- * and a bytes field are identical on the wire, so clients see no difference; the server receives
- * those payloads undecoded and walks them with telemetry/point-decoder.ts instead of materialising a
- * message object per point (and per timestamp). JSON requests keep the generated descriptor.
+ * TelemetryService as the server decodes binary requests and encodes their answers: the same file
+ * descriptor, except that StreamSubmitRequest.point and .batch, SubmitRequest.points and
+ * QueryResponse.series are declared `bytes`. A message field and a bytes field are identical on the
+ * wire, so clients see no difference. The server receives those request payloads undecoded and walks
+ * them with telemetry/point-decoder.ts, and writes each Series of a Query answer itself
+ * (series-wire.ts), instead of materialising a message object per point (and per timestamp). JSON
+ * requests keep the generated descriptor.
  */
 function lazyTelemetryService(): DescService {
   const proto = clone(FileDescriptorProtoSchema, file_sortie_telemetry_v1_telemetry.proto);
-  const lazy: Record<string, number[]> = { StreamSubmitRequest: [2, 3], SubmitRequest: [3] };
+  const lazy: Record<string, number[]> = { StreamSubmitRequest: [2, 3], SubmitRequest: [3], QueryResponse: [1] };
   for (const message of proto.messageType) {
     for (const field of message.field) {
       if (!lazy[message.name]?.includes(field.number)) continue;
