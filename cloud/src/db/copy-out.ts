@@ -1,6 +1,6 @@
 import type { RawBuilder } from 'kysely';
 import type pg from 'pg';
-import { isDatabaseUnavailable } from './errors.ts';
+import { endsSession } from './errors.ts';
 import type { Executor } from './executor.ts';
 import { PG_EPOCH_US } from './sql-text.ts';
 
@@ -306,11 +306,7 @@ class CopyOut implements pg.Submittable {
   };
 
   handleError(error: Error): void {
-    // A statement error (a SQLSTATE the server answered with) leaves the session usable. A session the
-    // server ended (a FATAL error, whatever its code), or a socket that failed, must not go back to the
-    // pool for the next query to find.
-    const { code, severity } = error as { code?: unknown; severity?: unknown };
-    if (isDatabaseUnavailable(error) || typeof code !== 'string' || severity === 'FATAL' || severity === 'PANIC') this.broken ??= error;
+    if (endsSession(error)) this.broken ??= error;
     this.#settle(error);
   }
 

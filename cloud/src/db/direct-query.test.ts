@@ -98,8 +98,12 @@ describe('runDirect against PostgreSQL', () => {
     expect(await runDirect<{ one: number }>(pool, '', query('select 1 as one', []))).toEqual([{ one: 1 }]);
   });
 
-  it('refuses a parameter it cannot encode before sending anything, and the connection serves the next query', async () => {
+  it('refuses a parameter it cannot encode before sending anything, and keeps the connection', async () => {
+    const pid = async () => (await runDirect<{ pid: number }>(pool, '', query('select pg_backend_pid() as pid', [])))[0]!.pid;
+    const before = await pid();
     await expect(runDirect(pool, '', query('select $1', [new Date()]))).rejects.toThrow(/takes text, numbers/);
-    expect((await pool.query('select 2 as two')).rows).toEqual([{ two: 2 }]);
+    // A statement error too leaves the session in step: the pool's one connection serves on.
+    await expect(runDirect(pool, '', query('select 1 / 0', []))).rejects.toMatchObject({ code: '22012' });
+    expect(await pid()).toBe(before);
   });
 });

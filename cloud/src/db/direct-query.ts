@@ -1,6 +1,6 @@
 import type { CompiledQuery } from 'kysely';
 import pg from 'pg';
-import { isDatabaseUnavailable } from './errors.ts';
+import { endsSession } from './errors.ts';
 
 /**
  * A statement written to the connection as one buffer, its binary parameters written straight into
@@ -145,6 +145,7 @@ class DirectQuery<R> implements pg.Submittable {
   #reject!: (error: unknown) => void;
   #settled = false;
   #failed: unknown;
+  #sent = false;
 
   constructor(name: string, text: string, values: readonly unknown[]) {
     this.name = name;
@@ -167,6 +168,7 @@ class DirectQuery<R> implements pg.Submittable {
       return error as Error;
     }
     c.stream.write(message);
+    this.#sent = true;
     return undefined;
   }
 
@@ -189,8 +191,8 @@ class DirectQuery<R> implements pg.Submittable {
   }
 
   handleError(error: Error): void {
-    const { code, severity } = error as { code?: unknown; severity?: unknown };
-    if (isDatabaseUnavailable(error) || typeof code !== 'string' || severity === 'FATAL' || severity === 'PANIC') this.broken ??= error;
+    // A statement that could not be encoded was never sent: its session is as it was.
+    if (this.#sent && endsSession(error)) this.broken ??= error;
     this.#settle(error);
   }
 

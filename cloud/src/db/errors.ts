@@ -34,3 +34,13 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return isDatabaseUnavailable(e.cause, depth + 1);
 }
+
+/**
+ * True when the session that ran a statement cannot serve another and must not go back to the pool: a
+ * socket that failed, a FATAL or PANIC error (the server ended the session, whatever its code), anything
+ * without a SQLSTATE. A statement error the server answered with leaves the session usable.
+ */
+export function endsSession(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return isDatabaseUnavailable(error) || typeof code !== 'string' || severity === 'FATAL' || severity === 'PANIC';
+}
