@@ -152,24 +152,22 @@ function addPacks(into: PackSet, keys: readonly PackKey[], rows: readonly Stored
 async function writePacks(db: Executor, target: Target, packs: PackSet): Promise<Pack[]> {
   const dirty = inKeyOrder([...packs.values()].filter((p) => p.dirty));
   if (dirty.length === 0) return [];
-  // One bytea holding every pack, cut apart in SQL (1-based offsets): a parameter either driver sends as it is.
   const packed = dirty.map((p) => pack(p.slots));
-  const blob = Buffer.concat(packed);
-  let at = 1;
-  const offsets = packed.map((bytes) => (at += bytes.byteLength) - bytes.byteLength);
+  const blob = blobOf(packed);
   const { int4, int8, bytea } = target.arrays;
   const result = await sql<{ g: number; w: number; b: number }>`
-    with k as (
-      select * from unnest(${int4(dirty.map((p) => p.group))}::int4[], ${int4(dirty.map((p) => p.widthMs))}::int4[], ${int8(dirty.map((p) => p.bucket))}::int8[],
-                           ${int4(offsets)}::int4[], ${int4(packed.map((b) => b.byteLength))}::int4[], ${int4(dirty.map((p) => (p.stored ? 1 : 0)))}::int4[])
-                    with ordinality as k(g, w, b, o, l, stored, n)
+    with k as materialized (
+      select k.g, k.w, k.b, k.stored, k.n, substring(${bytea(blob.bytes)}::bytea from k.o for k.l) as data
+      from unnest(${int4(dirty.map((p) => p.group))}::int4[], ${int4(dirty.map((p) => p.widthMs))}::int4[], ${int8(dirty.map((p) => p.bucket))}::int8[],
+                  ${int4(blob.offsets)}::int4[], ${int4(packed.map((b) => b.byteLength))}::int4[], ${int4(dirty.map((p) => (p.stored ? 1 : 0)))}::int4[])
+             with ordinality as k(g, w, b, o, l, stored, n)
     ),
     updated as (
-      update telemetry_rollup_packs as p set data = substring(${bytea(blob)}::bytea from k.o for k.l)
+      update telemetry_rollup_packs as p set data = k.data
       from k where k.stored = 1 and p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
     )
     insert into telemetry_rollup_packs (dataset_id, channel_group, width_ms, bucket, data)
-    select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${bytea(blob)}::bytea from k.o for k.l) from k where k.stored = 0 order by k.n
+    select ${target.datasetId}::uuid, k.g, k.w, k.b, k.data from k where k.stored = 0 order by k.n
     on conflict (dataset_id, channel_group, width_ms, bucket) do nothing
     returning channel_group as g, width_ms as w, bucket::float8 as b`.execute(db);
   const inserted = new Set(result.rows.map((r) => packKey(r.g, r.w, r.b)));
@@ -215,6 +213,18 @@ export async function applyRollupDeltas(db: Executor, target: Target, deltas: Pa
   return [...packs.values()];
 }
 
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * Byte strings as one bytea parameter, cut apart in SQL with `substring` at their 1-based `offsets`: a
+ * parameter either driver sends as it is, and sent once however many packs it holds.
+ */
+function blobOf(parts: readonly Uint8Array[]): { bytes: Buffer; offsets: number[] } {
+  let at = 1;
+  const offsets = parts.map((bytes) => (at += bytes.byteLength) - bytes.byteLength);
+  return { bytes: Buffer.concat(parts), offsets };
+}
+
 /**
  * Pieces of one statement that writes packs merged without reading them (`PackCache.plan`): `keys` and
  * `checked` are CTEs to put first; `checked` locks, in key order, each pack to be overwritten whose stored
@@ -224,36 +234,32 @@ export async function applyRollupDeltas(db: Executor, target: Target, deltas: Pa
  * a unique violation, and the whole statement with it.
  */
 export function knownPacksSql(target: Target, known: readonly KnownPack[]) {
-  // One bytea holding every pack, old bytes and new, cut apart in SQL (1-based offsets; 0 = no old bytes).
-  const parts: Uint8Array[] = [];
-  let at = 1;
-  const place = (bytes: Uint8Array): number => {
-    parts.push(bytes);
-    return (at += bytes.byteLength) - bytes.byteLength;
-  };
-  const newAt = known.map((p) => place(p.bytes));
-  const oldAt = known.map((p) => (p.old ? place(p.old) : 0));
-  const blob = target.arrays.bytea(Buffer.concat(parts));
-  const { int4, int8 } = target.arrays;
+  // New bytes first, then the old bytes of the stored ones (none for a pack taken for new).
+  const n = known.length;
+  const blob = blobOf([...known.map((p) => p.bytes), ...known.map((p) => p.old ?? NO_BYTES)]);
+  const { int4, int8, bytea } = target.arrays;
   const keys = sql`keys as materialized (
-      select * from unnest(${int4(known.map((p) => p.group))}::int4[], ${int4(known.map((p) => p.widthMs))}::int4[], ${int8(known.map((p) => p.bucket))}::int8[],
-                           ${int4(newAt)}::int4[], ${int4(known.map((p) => p.bytes.byteLength))}::int4[], ${int4(oldAt)}::int4[], ${int4(known.map((p) => p.old?.byteLength ?? 0))}::int4[])
-                    with ordinality as k(g, w, b, o, l, old_o, old_l, n)
+      select k.g, k.w, k.b, k.n, k.stored = 1 as stored, substring(x.blob from k.o for k.l) as data, substring(x.blob from k.old_o for k.old_l) as old
+      from (select ${bytea(blob.bytes)}::bytea as blob) as x,
+           unnest(${int4(known.map((p) => p.group))}::int4[], ${int4(known.map((p) => p.widthMs))}::int4[], ${int8(known.map((p) => p.bucket))}::int8[],
+                  ${int4(blob.offsets.slice(0, n))}::int4[], ${int4(known.map((p) => p.bytes.byteLength))}::int4[],
+                  ${int4(blob.offsets.slice(n))}::int4[], ${int4(known.map((p) => p.old?.byteLength ?? 0))}::int4[], ${int4(known.map((p) => (p.old ? 1 : 0)))}::int4[])
+             with ordinality as k(g, w, b, o, l, old_o, old_l, stored, n)
     ),
     checked as (
       select 1 from keys as k join telemetry_rollup_packs as p
         on p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
-      where k.old_o > 0 and p.data = substring(${blob}::bytea from k.old_o for k.old_l)
+      where k.stored and p.data = k.old
       order by k.n
       for update of p
     )`;
   const writes = (guard: RawBuilder<unknown>) => sql`updated as (
-      update telemetry_rollup_packs as p set data = substring(${blob}::bytea from k.o for k.l)
-      from keys as k where ${guard} and k.old_o > 0 and p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
+      update telemetry_rollup_packs as p set data = k.data
+      from keys as k where ${guard} and k.stored and p.dataset_id = ${target.datasetId}::uuid and p.channel_group = k.g and p.width_ms = k.w and p.bucket = k.b
     ),
     inserted as (
       insert into telemetry_rollup_packs (dataset_id, channel_group, width_ms, bucket, data)
-      select ${target.datasetId}::uuid, k.g, k.w, k.b, substring(${blob}::bytea from k.o for k.l) from keys as k where ${guard} and k.old_o = 0 order by k.n
+      select ${target.datasetId}::uuid, k.g, k.w, k.b, k.data from keys as k where ${guard} and not k.stored order by k.n
     )`;
   return { keys, storedCount: known.filter((p) => p.old).length, writes };
 }
