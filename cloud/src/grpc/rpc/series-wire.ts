@@ -70,7 +70,8 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
     if (packed > 0) size += 2 * (1 + varintLength(packed) + packed);
   } else {
     for (const { t, v } of samples) {
-      const point = pointLength(t, v);
+      const seconds = secondsOf(t);
+      const point = pointLength(timestampLength(seconds, nanosOf(t, seconds)), v);
       size += 1 + varintLength(point) + point;
     }
   }
@@ -85,12 +86,13 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   }
   if (!columns) {
     for (const { t, v } of samples) {
-      buf[at++] = TAG_POINTS;
-      at = writeVarint(buf, at, pointLength(t, v));
       const seconds = secondsOf(t);
       const nanos = nanosOf(t, seconds);
+      const ts = timestampLength(seconds, nanos);
+      buf[at++] = TAG_POINTS;
+      at = writeVarint(buf, at, pointLength(ts, v));
       buf[at++] = TAG_POINT_TIMESTAMP;
-      at = writeVarint(buf, at, timestampLength(seconds, nanos));
+      at = writeVarint(buf, at, ts);
       if (seconds !== 0) {
         buf[at++] = TAG_SECONDS;
         at = writeVarint(buf, at, seconds);
@@ -132,9 +134,7 @@ function timestampLength(seconds: number, nanos: number): number {
   return (seconds !== 0 ? 1 + varintLength(seconds) : 0) + (nanos !== 0 ? 1 + varintLength(nanos) : 0);
 }
 
-/** A SeriesPoint's length: its Timestamp (always present, maybe empty) and its value unless +0 (-0 is written, as protobuf-es does). */
-function pointLength(t: number, v: number): number {
-  const seconds = secondsOf(t);
-  const ts = timestampLength(seconds, nanosOf(t, seconds));
-  return 1 + varintLength(ts) + ts + (Object.is(v, 0) ? 0 : 9);
+/** A SeriesPoint's length, from its Timestamp's (always present, maybe empty) and its value, written unless +0 (-0 is written, as protobuf-es does). */
+function pointLength(timestampBytes: number, v: number): number {
+  return 1 + varintLength(timestampBytes) + timestampBytes + (Object.is(v, 0) ? 0 : 9);
 }
