@@ -161,7 +161,7 @@ interface PreparedBatch {
   seqs: Array<{ param: number; rows: Float64Array }>;
 }
 
-const BASELINE_TARGET: NarrowTarget = { datasetId: '00000000-0000-0000-0000-000000000000', arrays: binaryArrays, binary: true };
+const BASELINE_TARGET: NarrowTarget = { datasetId: '00000000-0000-0000-0000-000000000000', arrays: binaryArrays };
 
 /** The capture decoded once into the writer's own insert statement (one insert per message id, one statement per batch) into `<prefix>m_<msgid>`. */
 function prepareBaseline(db: Kysely<Database>, rowTypes: ReadonlyMap<number, number>, prefix: string): PreparedBatch[] {

@@ -124,7 +124,6 @@ const RowParser = pg.Result as unknown as new () => RowParser;
 type Connection = pg.Connection & {
   stream: { write(chunk: Buffer): boolean };
   parsedStatements: Record<string, string>;
-  submittedNamedStatements?: Record<string, string>;
 };
 
 /**

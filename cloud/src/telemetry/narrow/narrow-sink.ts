@@ -121,7 +121,6 @@ export interface NarrowRowWriter extends TelemetrySink {
 
 export async function openNarrowWriter(ctx: AppContext, dataset: DatasetRow): Promise<NarrowRowWriter> {
   const bound = await sql<{ sysid: number }>`select sysid from narrow_datasets where dataset_id = ${dataset.id}::uuid`.execute(ctx.db);
-  const binary = ctx.database.kind === 'postgres';
-  const target = { datasetId: dataset.id, arrays: binary ? binaryArrays : textArrays, binary, pool: ctx.database.pool, timescale: ctx.database.timescale };
+  const target = { datasetId: dataset.id, arrays: ctx.database.kind === 'postgres' ? binaryArrays : textArrays, pool: ctx.database.pool, timescale: ctx.database.timescale };
   return new NarrowSink(ctx, target, bound.rows[0]?.sysid, watchedDataset(dataset));
 }

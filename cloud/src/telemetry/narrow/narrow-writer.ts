@@ -31,8 +31,6 @@ export interface NarrowTarget {
   datasetId: string;
   /** How numeric arrays travel to this database (binary with node-postgres, text with PGlite). */
   arrays: ArrayEncoder;
-  /** True with node-postgres (binary parameters), false with PGlite. */
-  binary: boolean;
   /** The pg pool with node-postgres: a stream's steady-state statement runs prepared on it (db/prepared.ts). */
   pool?: pg.Pool;
   /** TimescaleDB in use: new message tables become compressed hypertables (narrow-timescale.ts). */
@@ -287,7 +285,7 @@ function rowsStatement(
   const last = batch.frameSeq[order[frames - 1]!]!;
   const onConflict = first <= maxFrameSeq || hasRepeats(batch, order);
   const changed = sessions.changed();
-  if (!target.binary) {
+  if (!target.arrays.binary) {
     const slots = [...batch.groups.values()].sort((a, b) => a.layout.msgid - b.layout.msgid).map((group) => ({ table: tables.get(group.layout.msgid)!, group }));
     return { statement: rowsTree(target, batch, slots, changed, sessionOf, first, last, onConflict, frames, guardVersion, into).compile(db), name: undefined };
   }
@@ -475,16 +473,16 @@ export function insertGroup(
 ): RawBuilder<unknown> {
   const table = into.table;
   const tail = sql`${guard ? sql`where ${guard}` : sql``} ${onConflict ? sql`on conflict do nothing` : sql``}`;
-  if (shared && target.binary) return sharedInsert(shared, { table, columns: group.layout.columns }, binaryRows(into, batch, group, sessionOf), onConflict, guard);
-  if (target.binary) {
+  if (shared && target.arrays.binary) return sharedInsert(shared, { table, columns: group.layout.columns }, binaryRows(into, batch, group, sessionOf), onConflict, guard);
+  if (target.arrays.binary) {
     // One array of the table's row type: PostgreSQL sets up one unnest per table instead of one per
     // column, which halved the statement's time (docs/PERFORMANCE.md).
     return sql`insert into ${sql.table(table)} select * from unnest(${binaryRows(into, batch, group, sessionOf)}::${sql.table(table)}[]) ${tail}`;
   }
   const { seq, time, source, boot, session, received } = clockColumns(batch, group.frames, sessionOf);
   const a = target.arrays;
-  const times = timestamptzArray(time, target.binary, 'u.t');
-  const receivedTimes = timestamptzArray(received, target.binary, 'u.rcv');
+  const times = timestamptzArray(time, target.arrays.binary, 'u.t');
+  const receivedTimes = timestamptzArray(received, target.arrays.binary, 'u.rcv');
   const column = textColumn;
   const columns = group.layout.columns;
   const fieldParams = columns.map((c, i) => sql`${column(c.type, group.column(i))}::${sql.raw(SQL_TYPE[c.type])}[]`);

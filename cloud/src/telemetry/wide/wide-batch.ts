@@ -106,9 +106,6 @@ interface ColumnState extends WideBatchColumn {
 
 const INITIAL_ROWS = 1024;
 
-/** Channel indexes below this are looked up in arrays (PostgreSQL tables have at most 1,600 columns). */
-const MAX_DENSE_INDEX = 4096;
-
 /**
  * Validates points against a wide dataset's columns and pivots them into columnar rows. A point whose
  * channel_id is not a decimal index (a channel UUID, a name) is counted as ignored and never stored,
@@ -119,7 +116,7 @@ export class WideBatchBuilder {
   accepted = 0;
   ignored = 0;
   readonly ignoredIds = new Set<string>();
-  #columns: ReadonlyMap<number, WideColumnInfo> = new Map();
+  #columns: ReadonlyMap<number, WideColumnInfo>;
   #capacity = INITIAL_ROWS;
   #times = new Float64Array(INITIAL_ROWS);
   #rows = 0;
@@ -130,27 +127,16 @@ export class WideBatchBuilder {
   #rowOf: Map<number, number> | undefined;
   #sorted = true;
   #batchColumns = new Map<number, ColumnState>();
-  /**
-   * The same two lookups by channel index as arrays: `put` runs once per point, and a dense array read
-   * costs a fraction of a Map's hash lookup (indexes are column numbers, a few thousand at most).
-   */
-  #columnAt: Array<WideColumnInfo | undefined> = [];
-  #stateAt: Array<ColumnState | undefined> = [];
   #cells = 0;
   #merged = 0;
 
   constructor(columns: ReadonlyMap<number, WideColumnInfo>) {
-    this.setColumns(columns);
+    this.#columns = columns;
   }
 
   /** Replace the column set (after the dataset was widened); pending cells are kept. */
   setColumns(columns: ReadonlyMap<number, WideColumnInfo>): void {
     this.#columns = columns;
-    let top = -1;
-    for (const index of columns.keys()) if (index < MAX_DENSE_INDEX) top = Math.max(top, index);
-    const at = Array.from<WideColumnInfo | undefined>({ length: top + 1 });
-    for (const [index, column] of columns) if (index < MAX_DENSE_INDEX) at[index] = column;
-    this.#columnAt = at;
   }
 
   /** Points staged and not yet taken. */
@@ -218,7 +204,7 @@ export class WideBatchBuilder {
    * `extra` the exact 64-bit integer (when beyond 2^53), string or bytes.
    */
   put(us: number, index: number, kind: PointValueCase, num: number, extra: ValueExtra, locate: Locate, at: number): void {
-    const column = index < MAX_DENSE_INDEX ? this.#columnAt[index] : this.#columns.get(index);
+    const column = this.#columns.get(index);
     if (!column) throw new UnknownColumnError(`${locate(at)}: channel ${index} (ch_${index}) has no physical column in this dataset`, index);
     if ((column.accepts & CASE_BIT[kind]) === 0) {
       throw invalid(
@@ -237,7 +223,7 @@ export class WideBatchBuilder {
   }
 
   #store(row: number, column: WideColumnInfo, num: number, text: string | undefined): void {
-    let state = column.index < MAX_DENSE_INDEX ? this.#stateAt[column.index] : this.#batchColumns.get(column.index);
+    let state = this.#batchColumns.get(column.index);
     if (!state) {
       state = {
         info: column,
@@ -246,7 +232,6 @@ export class WideBatchBuilder {
         cells: column.physicalType === 'double precision' ? undefined : [],
       };
       this.#batchColumns.set(column.index, state);
-      if (column.index < MAX_DENSE_INDEX) this.#stateAt[column.index] = state;
     }
     if (state.present[row]) this.#merged++;
     else {
@@ -298,7 +283,6 @@ export class WideBatchBuilder {
     this.#rowOf = undefined;
     this.#sorted = true;
     this.#batchColumns = new Map();
-    this.#stateAt = [];
     this.#cells = 0;
     this.#merged = 0;
     return batch;
