@@ -82,4 +82,12 @@ describe('m4sInKeyOrder', () => {
     expect(m4sInKeyOrder(byKey)).toEqual([m4Of(-200, 2), m4Of(300, 3), m4Of(1000, 1)]);
     expect(m4sInKeyOrder(new Map())).toEqual([]);
   });
+
+  it('keeps a map filled in key order as it is, and sorts one that turns back only at its end', () => {
+    const inOrder = new Map<number, M4>([-1, 0, 1, 5].map((k) => [k, m4Of(k * 10, k)]));
+    expect(m4sInKeyOrder(inOrder).map((m) => m.firstV)).toEqual([-1, 0, 1, 5]);
+    // Two reads at once fold their halves in turn: the later half's keys may come first.
+    const lateStart = new Map<number, M4>([4, 5, 6, 0, 1].map((k) => [k, m4Of(k * 10, k)]));
+    expect(m4sInKeyOrder(lateStart).map((m) => m.firstV)).toEqual([0, 1, 4, 5, 6]);
+  });
 });

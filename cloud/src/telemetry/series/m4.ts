@@ -66,9 +66,19 @@ function packedM4At(values: Float64Array, i: number): M4 {
   };
 }
 
-/** Buckets keyed by their index on the query's grid, in time order. */
+/**
+ * Buckets keyed by their index on the query's grid, in time order. Reads usually fill the map in key
+ * order (rows arrive by time), so the map's own order is taken when it already is, without a sort.
+ */
 export function m4sInKeyOrder(byKey: ReadonlyMap<number, M4>): M4[] {
-  return [...byKey.keys()].sort((a, b) => a - b).map((key) => byKey.get(key)!);
+  const out: M4[] = [];
+  let last = -Infinity;
+  for (const [key, m4] of byKey) {
+    if (key < last) return [...byKey.keys()].sort((a, b) => a - b).map((k) => byKey.get(k)!);
+    last = key;
+    out.push(m4);
+  }
+  return out;
 }
 
 /** Compare two doubles the way PostgreSQL does: NaN equals NaN and is greater than everything else. */

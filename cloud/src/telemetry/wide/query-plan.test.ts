@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planQuery, ROLLUP_BUCKETS_PER_QUERY_BUCKET } from './query-plan.ts';
+import { planQuery, RAW_ROWS_PER_SPLIT, rawReadRanges, ROLLUP_BUCKETS_PER_QUERY_BUCKET } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 
 const S = 1_000_000;
@@ -87,5 +87,41 @@ describe('planQuery', () => {
 
   it('refuses an empty range', () => {
     expect(() => planQuery(T0, T0, 10)).toThrow(RangeError);
+  });
+});
+
+describe('rawReadRanges', () => {
+  it('reads a raw range of many rows as two halves, cut on a query bucket boundary', () => {
+    const start = T0 + 20_000_123;
+    const end = start + 2 * S;
+    const density = 1 / 50; // 20 kHz: 40,000 rows in the window
+    const plan = planQuery(start, end, 999, density);
+    expect(plan.blocks).toHaveLength(0);
+    const reads = rawReadRanges(plan, density);
+    expect(reads).toHaveLength(2);
+    const [[first], [second]] = reads as [[{ from: number; to: number }], [{ from: number; to: number }]];
+    expect(first.from).toBe(start);
+    expect(second.to).toBe(end);
+    expect(second.from).toBe(first.to);
+    expect((first.to - plan.origin) % plan.width).toBe(0);
+    // Halves within a bucket of each other.
+    expect(Math.abs(first.to - first.from - (second.to - second.from))).toBeLessThanOrEqual(plan.width);
+  });
+
+  it('keeps a range of few rows in one read, with the edges of a plan with rollups', () => {
+    const start = T0 + 20_000_123;
+    const end = start + 2 * S;
+    const sparse = (RAW_ROWS_PER_SPLIT - 1) / (2 * S);
+    expect(rawReadRanges(planQuery(start, end, 999, sparse), sparse)).toEqual([[{ from: start, to: end }]]);
+    // A long range read from rollups keeps its raw edges (each narrower than a query bucket) in one read.
+    const dense = 1 / 50;
+    const mixed = planQuery(start, start + 3600 * S + 777, 1000, dense);
+    expect(mixed.raw).toHaveLength(2);
+    expect(rawReadRanges(mixed, dense)).toEqual([mixed.raw]);
+  });
+
+  it('splits a range no narrower than two buckets only', () => {
+    const plan = { origin: T0, width: 1000, bucketCount: 1, rollupWidthMs: null, blocks: [], raw: [{ from: T0, to: T0 + 1000 }] };
+    expect(rawReadRanges(plan, 100)).toEqual([[{ from: T0, to: T0 + 1000 }]]);
   });
 });

@@ -30,6 +30,30 @@ export const ROLLUP_BUCKETS_PER_QUERY_BUCKET = 4;
 export const MAX_RAW_SAMPLES = 50_000;
 
 /**
+ * A raw range estimated to hold at least this many rows is read by two COPYs at once, each half of it.
+ * PostgreSQL sends a statement's rows from one backend, at ~0.5 µs a row on the 2-core machine (a 2 s
+ * window of 40,000 rows took it ~21 ms to COPY to /dev/null, its scan alone ~9 ms): one read left the
+ * other core idle while the server waited for rows. Two halves on two backends took the 2 s window's p50
+ * from ~34 to ~30 ms there (docs/PERFORMANCE.md). Below it, a second statement's fixed cost is not paid back.
+ */
+export const RAW_ROWS_PER_SPLIT = 10_000;
+
+/**
+ * The plan's raw ranges as the reads that fetch them: a range holding `RAW_ROWS_PER_SPLIT` rows or more
+ * (by the channel's density) cut in two at a query bucket boundary, so that no bucket is folded by both.
+ */
+export function rawReadRanges(plan: QueryPlan, density: number): Array<Array<{ from: number; to: number }>> {
+  const whole: Array<{ from: number; to: number }> = [];
+  const halves: Array<Array<{ from: number; to: number }>> = [];
+  for (const range of plan.raw) {
+    const middle = plan.origin + Math.round(((range.from + range.to) / 2 - plan.origin) / plan.width) * plan.width;
+    if ((range.to - range.from) * density < RAW_ROWS_PER_SPLIT || middle <= range.from || middle >= range.to) whole.push(range);
+    else halves.push([{ from: range.from, to: middle }], [{ from: middle, to: range.to }]);
+  }
+  return whole.length > 0 ? [whole, ...halves] : halves;
+}
+
+/**
  * @param density estimated samples per µs of the channel (its count over its extent); decides
  *   whether a range too narrow for the 4× rule is cheap enough to read raw.
  */

@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../../testing/test-databa
 import { wideChannelRows } from '../../testing/wide-channels.ts';
 import { bucketsForBudget } from '../series/series.ts';
 import { binaryArrays } from '../sql/sql-arrays.ts';
-import { planQuery } from './query-plan.ts';
+import { planQuery, rawReadRanges } from './query-plan.ts';
 import { queryWide, type WideQuery } from './query.ts';
 import { WideBatchBuilder, writableColumns, type WideColumnInfo } from './wide-batch.ts';
 import { writeWideBatch } from './wide-writer.ts';
@@ -80,6 +80,7 @@ describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', 
     ['the whole range (rollups, raw edges)', undefined, undefined, 2000],
     ['an unaligned 7.3 s window (rollups, raw edges)', T0 + 1_234_567, T0 + 8_534_567, 200],
     ['a 2 s window (raw rows only)', T0 + 20_000_123, T0 + 22_000_123, 2000],
+    ['a 5 s window (raw rows only, read as two halves at once)', T0 + 12_000_321, T0 + 17_000_321, 2000],
     ['a 40 ms window across the end of ch_3 (raw rows only)', T0 + 9_980_001, T0 + 10_020_001, 100],
     ['a window with no rows for ch_3', T0 + 15_000_000, T0 + 16_000_000, 300],
     ['a budget of three points', T0 + 5_000_000, T0 + 5_500_000, 3],
@@ -118,6 +119,12 @@ describe('queryWide: raw rows by binary COPY answer what SQL grouping answers', 
     expect(copyCheckouts).toBe(checkouts + 1);
     // 8,000 rows in the window: ch_0 and ch_2 in every row, ch_1 in every third, ch_3 none.
     expect(window.map((s) => s.rawPoints)).toEqual([8000, 2667, 8000, 0]);
+    // 20,000 rows: read as two halves, each by a COPY of its own.
+    expect(rawReadRanges(planQuery(T0 + 12_000_321, T0 + 17_000_321, bucketsForBudget(2000), density), density)).toHaveLength(2);
+    checkouts = copyCheckouts;
+    const halves = await read(ALL, T0 + 12_000_321, T0 + 17_000_321, 2000, true);
+    expect(copyCheckouts).toBe(checkouts + 2);
+    expect(halves.map((s) => s.rawPoints)).toEqual([20_000, 6667, 20_000, 0]);
     const whole = await read(ALL, undefined, undefined, 2000, true);
     expect(whole.map((s) => s.rawPoints)).toEqual([ROWS, ROWS / 3, ROWS, 40_000]);
     expect(whole[0]!.samples.at(-1)!.t).toBe(lastUs);

@@ -8,7 +8,7 @@ import { addSample, m4Of, m4sInKeyOrder, mergePackedInto, type M4 } from '../ser
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
 import { mergeSlotAt, packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
-import { planQuery, type QueryPlan } from './query-plan.ts';
+import { planQuery, rawReadRanges, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
 import { columnValueSql, timestampToUs, usToTimestamp } from '../sql/sql-time.ts';
 import { float8ArrayFromBinary, numberArrayLiteral } from '../sql/sql-arrays.ts';
@@ -64,22 +64,23 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
   }
   const extents = await channelExtents(db, query.datasetId, columns);
   const maxBuckets = bucketsForBudget(query.maxPoints);
-  const groups = new Map<string, { plan: QueryPlan; columns: WideColumnInfo[]; out: Map<number, Map<number, M4>> }>();
+  const groups = new Map<string, { plan: QueryPlan; density: number; columns: WideColumnInfo[]; out: Map<number, Map<number, M4>> }>();
   for (const column of new Map(columns.map((c) => [c.index, c])).values()) {
     const extent = extents.get(column.index);
     if (!extent) continue;
     const start = Math.max(query.from ?? -Infinity, extent.first);
     const end = Math.min(query.to ?? Infinity, extent.last + 1);
     if (!(end > start)) continue;
-    const plan = planQuery(start, end, maxBuckets, extent.count / (extent.last - extent.first + 1));
+    const density = extent.count / (extent.last - extent.first + 1);
+    const plan = planQuery(start, end, maxBuckets, density);
     const key = JSON.stringify(plan);
     const group = groups.get(key);
     if (group) group.columns.push(column);
-    else groups.set(key, { plan, columns: [column], out: new Map() });
+    else groups.set(key, { plan, density, columns: [column], out: new Map() });
   }
-  const reads = [...groups.values()].flatMap(({ plan, columns, out }) => {
+  const reads = [...groups.values()].flatMap(({ plan, density, columns, out }) => {
     for (const column of columns) out.set(column.index, new Map());
-    return readsOf(db, pool, query, columns, plan, out);
+    return readsOf(db, pool, query, columns, plan, density, out);
   });
   await mapLimit(reads, READS_PER_QUERY, (read) => read());
   const buckets = new Map<number, M4[]>();
@@ -125,10 +126,11 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
 
 /**
  * The statements reading a plan's buckets into `out` (channel → query bucket key → M4): one per channel
- * group for the rollup packs, one for the raw rows (edges narrower than the finest rollup width, or the
- * whole range when it is read raw). They fill one map and may run at once: each merges row by row.
+ * group for the rollup packs, and for the raw rows (edges narrower than the finest rollup width, or the
+ * whole range when it is read raw) one, or two when they are many (`rawReadRanges`). They fill one map
+ * and may run at once: each merges row by row.
  */
-function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Array<() => Promise<void>> {
+function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, density: number, out: Map<number, Map<number, M4>>): Array<() => Promise<void>> {
   const reads: Array<() => Promise<void>> = [];
   if (plan.blocks.length > 0) {
     const byGroup = new Map<number, WideColumnInfo[]>();
@@ -139,7 +141,10 @@ function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, colu
     }
     for (const [group, members] of byGroup) reads.push(() => foldPacks(db, pool, query, group, members, plan, out));
   }
-  if (plan.raw.length > 0) reads.push(() => (pool ? foldRawRows(db, pool, query, columns, plan, out) : groupRawInSql(db, query, columns, plan, out)));
+  if (plan.raw.length === 0) return reads;
+  // PGlite serves one statement at a time: its raw rows are grouped in one.
+  if (!pool) reads.push(() => groupRawInSql(db, query, columns, plan, out));
+  else for (const ranges of rawReadRanges(plan, density)) reads.push(() => foldRawRows(db, pool, query, columns, plan, ranges, out));
   return reads;
 }
 
@@ -223,16 +228,16 @@ async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly W
 }
 
 /**
- * The plan's raw rows, streamed out by binary COPY and folded into their buckets here, in one pass over
- * the rows for every channel. PostgreSQL only scans and sends: a row costs it a few field copies
+ * The raw rows of `ranges` (the plan's, or half of them), streamed out by binary COPY and folded into
+ * their buckets here, in one pass over the rows for every channel. PostgreSQL only scans and sends: a row costs it a few field copies
  * instead of four array aggregates per channel, which cost it ~235 ms of CPU for a 2 s window of eight
  * channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
  */
-async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, ranges: ReadonlyArray<{ from: number; to: number }>, out: Map<number, Map<number, M4>>): Promise<void> {
   const values = columns.map((c) => columnValueSql(`w.${c.name}`, c.physicalType));
   // One column: its empty rows stay in the server. Several: a row is sent if any of them has a value.
   const present = sql.join(columns.map((c) => sql`${sql.ref(`w.${c.name}`)} is not null`), sql` or `);
-  const statement = sql`select w.time, ${sql.join(values)} from ${sql.table(query.table)} as w where (${rawRangesSql(plan)}) and (${present})`;
+  const statement = sql`select w.time, ${sql.join(values)} from ${sql.table(query.table)} as w where (${rawRangesSql(ranges)}) and (${present})`;
   const buckets = columns.map((c) => out.get(c.index)!);
   // Rows mostly arrive in time order, so a channel's next sample is nearly always in the bucket its last
   // one went to: that bucket is held at hand, and the map is asked only when the key changes.
@@ -261,17 +266,17 @@ async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, column
 // The raw parts' bounds are inlined as literals (`sql.lit`), not bound: COPY takes no parameters, and
 // the same text serves PGlite.
 
-/** The plan's raw ranges over `w.time`. */
-function rawRangesSql(plan: QueryPlan) {
+/** Raw ranges over `w.time`. */
+function rawRangesSql(ranges: ReadonlyArray<{ from: number; to: number }>) {
   return sql.join(
-    plan.raw.map((r) => sql`(w.time >= ${usToTimestamp(sql.lit(r.from))} and w.time < ${usToTimestamp(sql.lit(r.to))})`),
+    ranges.map((r) => sql`(w.time >= ${usToTimestamp(sql.lit(r.from))} and w.time < ${usToTimestamp(sql.lit(r.to))})`),
     sql` or `,
   );
 }
 
 /** The plan's raw samples as (c, t, v) rows: one scan of the rows for every channel, each row unpivoted into (channel, value) pairs. */
 function rawSamplesSql(query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan) {
-  const ranges = rawRangesSql(plan);
+  const ranges = rawRangesSql(plan.raw);
   if (columns.length === 1) {
     const [c] = columns as [WideColumnInfo];
     return sql`select ${sql.lit(c.index)}::float8 as c, ${timestampToUs('w.time')} as t, ${columnValueSql(`w.${c.name}`, c.physicalType)} as v
