@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { addSample, compareF8, m4Of, m4sFromPacked, m4sInKeyOrder, mergeM4, PACKED_M4_WIDTH, type M4 } from './m4.ts';
 
@@ -89,5 +90,21 @@ describe('m4sInKeyOrder', () => {
     // Two reads at once fold their halves in turn: the later half's keys may come first.
     const lateStart = new Map<number, M4>([4, 5, 6, 0, 1].map((k) => [k, m4Of(k * 10, k)]));
     expect(m4sInKeyOrder(lateStart).map((m) => m.firstV)).toEqual([0, 1, 4, 5, 6]);
+  });
+
+  it('orders any keys as a sort does: dense or sparse, negative, fractional', () => {
+    fc.assert(
+      fc.property(fc.oneof(
+          fc.array(fc.oneof(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -50, max: 50 }).map((k) => k + 0.5)), { maxLength: 60 }),
+          fc.array(fc.oneof(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -1e12, max: 1e12 }), fc.double({ noNaN: true, noDefaultInfinity: true })), { maxLength: 60 }),
+        ), (keys) => {
+        const byKey = new Map<number, M4>(keys.map((k) => [k, m4Of(k, k)]));
+        const expected = [...byKey.keys()].sort((a, b) => a - b).map((k) => byKey.get(k));
+        const got = m4sInKeyOrder(byKey);
+        expect(got).toHaveLength(expected.length);
+        got.forEach((m4, i) => expect(m4).toBe(expected[i]));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -67,17 +67,34 @@ function packedM4At(values: Float64Array, i: number): M4 {
 }
 
 /**
- * Buckets keyed by their index on the query's grid, in time order. Reads usually fill the map in key
- * order (rows arrive by time), so the map's own order is taken when it already is, without a sort.
+ * Buckets keyed by their index on the query's grid, in time order. A read that fills the map alone fills
+ * it in key order (rows arrive by time), and its order is taken as it is. Reads that run at once (rollup
+ * packs and raw edges, two halves of a raw range) interleave their keys: as the keys are whole bucket
+ * indices, mostly dense, they are then placed by index in one pass rather than sorted with a comparator
+ * (sorting eight channels' ~900 keys each was ~2.5 ms of an eight-channel Query's CPU).
  */
 export function m4sInKeyOrder(byKey: ReadonlyMap<number, M4>): M4[] {
-  const out: M4[] = [];
+  let ordered = true;
+  let integral = true;
   let last = -Infinity;
-  for (const [key, m4] of byKey) {
-    if (key < last) return [...byKey.keys()].sort((a, b) => a - b).map((k) => byKey.get(k)!);
+  let low = Infinity;
+  let high = -Infinity;
+  for (const key of byKey.keys()) {
+    if (key < last) ordered = false;
     last = key;
-    out.push(m4);
+    if (!Number.isSafeInteger(key)) integral = false;
+    if (key < low) low = key;
+    if (key > high) high = key;
   }
+  if (ordered) return [...byKey.values()];
+  const span = high - low + 1;
+  if (!integral || span > 4 * byKey.size) {
+    return [...byKey.keys()].sort((a, b) => a - b).map((key) => byKey.get(key)!);
+  }
+  const slots: Array<M4 | undefined> = new Array(span).fill(undefined);
+  for (const [key, m4] of byKey) slots[key - low] = m4;
+  const out: M4[] = [];
+  for (const m4 of slots) if (m4 !== undefined) out.push(m4);
   return out;
 }
 
