@@ -53,16 +53,17 @@ export function mergePackedInto(values: Float64Array, byKey: Map<number, M4>): v
 }
 
 function packedM4At(values: Float64Array, i: number): M4 {
+  // Fields in m4Of's order: one shape for every M4.
   return {
     count: values[i + 1]!,
-    minV: values[i + 2]!,
-    minT: values[i + 3]!,
-    maxV: values[i + 4]!,
-    maxT: values[i + 5]!,
     firstT: values[i + 6]!,
     firstV: values[i + 7]!,
     lastT: values[i + 8]!,
     lastV: values[i + 9]!,
+    minT: values[i + 3]!,
+    minV: values[i + 2]!,
+    maxT: values[i + 5]!,
+    maxV: values[i + 4]!,
   };
 }
 

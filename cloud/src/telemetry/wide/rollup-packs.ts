@@ -32,16 +32,17 @@ export function readSlot(view: DataView, offset: number, length: number, slot: n
   if (at + SLOT_BYTES > offset + length) return undefined;
   const count = view.getFloat64(at);
   if (count === 0) return undefined;
+  // Fields in m4Of's order, so every M4 a Query folds has one shape and the code reading them stays monomorphic.
   return {
     count,
-    minV: view.getFloat64(at + 8),
-    minT: view.getFloat64(at + 16),
-    maxV: view.getFloat64(at + 24),
-    maxT: view.getFloat64(at + 32),
     firstT: view.getFloat64(at + 40),
     firstV: view.getFloat64(at + 48),
     lastT: view.getFloat64(at + 56),
     lastV: view.getFloat64(at + 64),
+    minT: view.getFloat64(at + 16),
+    minV: view.getFloat64(at + 8),
+    maxT: view.getFloat64(at + 32),
+    maxV: view.getFloat64(at + 24),
   };
 }
 
