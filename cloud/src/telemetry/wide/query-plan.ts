@@ -34,7 +34,8 @@ export const MAX_RAW_SAMPLES = 50_000;
  * PostgreSQL sends a statement's rows from one backend, at ~0.5 µs a row on the 2-core machine (a 2 s
  * window of 40,000 rows took it ~21 ms to COPY to /dev/null, its scan alone ~9 ms): one read left the
  * other core idle while the server waited for rows. Two halves on two backends took the 2 s window's p50
- * from ~34 to ~30 ms there (docs/PERFORMANCE.md). Below it, a second statement's fixed cost is not paid back.
+ * (as columns) from 33–36 to 27–29 ms there, eight channels' from ~105 to 94–98 ms (docs/PERFORMANCE.md).
+ * Four parts did no better than two on two cores. Below it, a second statement's fixed cost is not paid back.
  */
 export const RAW_ROWS_PER_SPLIT = 10_000;
 
