@@ -229,9 +229,9 @@ async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly W
 
 /**
  * The raw rows of `ranges` (the plan's, or half of them), streamed out by binary COPY and folded into
- * their buckets here, in one pass over the rows for every channel. PostgreSQL only scans and sends: a row costs it a few field copies
- * instead of four array aggregates per channel, which cost it ~235 ms of CPU for a 2 s window of eight
- * channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
+ * their buckets here, in one pass over the rows for every channel. PostgreSQL only scans and sends: a
+ * row costs it a few field copies instead of four array aggregates per channel, which cost it ~235 ms
+ * of CPU for a 2 s window of eight channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
  */
 async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, ranges: ReadonlyArray<{ from: number; to: number }>, out: Map<number, Map<number, M4>>): Promise<void> {
   const values = columns.map((c) => columnValueSql(`w.${c.name}`, c.physicalType));
