@@ -1,6 +1,7 @@
 import http2 from 'node:http2';
 import { fromBinary } from '@bufbuild/protobuf';
 import { StreamSubmitResponseSchema, type StreamSubmitResponse } from '@sortie/contracts';
+import { varintLength, writeVarint } from '../src/grpc/rpc/varint.ts';
 
 /**
  * A minimal gRPC client for the benchmarks: StreamSubmit over node:http2 with hand-encoded messages.
@@ -8,24 +9,6 @@ import { StreamSubmitResponseSchema, type StreamSubmitResponse } from '@sortie/c
  * would otherwise give the server and Postgres; writing the few fields of a double point by hand costs
  * a tenth of that. The encoding is checked against protobuf-es in the benchmark before it runs.
  */
-
-export function varintLength(n: number): number {
-  let len = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    len++;
-  }
-  return len;
-}
-
-export function writeVarint(buf: Buffer, pos: number, n: number): number {
-  while (n >= 0x80) {
-    buf[pos++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  buf[pos++] = n;
-  return pos;
-}
 
 /** One row of the benchmark: a timestamp (µs) and one double per channel "0".."N-1". */
 export interface BenchRows {

@@ -52,7 +52,8 @@ import { spoolAppendPhase } from '@sortie/edge-agent/bench/spool-append';
 import type { SpoolAppendResult } from '@sortie/edge-agent/bench/spool-append';
 import { api, createOrgAndKey, freePort, measureServerLoad, ownCpuMs, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
 import type { BenchServer } from './bench-env.ts';
-import { allocBatchFrame, encodeHeaderFrame, filledFrame, openStreamSubmit, timestampLength, varintLength, writeTimestampField, writeVarint } from './grpc-wire.ts';
+import { allocBatchFrame, encodeHeaderFrame, filledFrame, openStreamSubmit, timestampLength, writeTimestampField } from './grpc-wire.ts';
+import { varintLength, writeVarint } from '../src/grpc/rpc/varint.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 25);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2);

@@ -1,4 +1,6 @@
 import type { SeriesResult } from '../../telemetry/read.ts';
+import { nanosOfMicros, secondsOfMicros } from './timestamps.ts';
+import { varintLength, writeVarint } from './varint.ts';
 
 /**
  * `sortie.telemetry.v1.Series` written by hand for binary Query answers (the lazy descriptor declares
@@ -20,44 +22,6 @@ const TAG_NANOS = 0x10; // Timestamp.nanos = 2, VARINT
 
 const utf8 = new TextEncoder();
 
-/** Bytes of a varint of a non-negative safe integer, or of a negative int64 (always 10). */
-function varintLength(n: number): number {
-  if (n < 0) return 10;
-  let length = 1;
-  while (n >= 128) {
-    n = Math.floor(n / 128);
-    length++;
-  }
-  return length;
-}
-
-function writeVarint(buf: Uint8Array, at: number, n: number): number {
-  if (n < 0) {
-    // An int64 below zero: its two's complement, ten bytes (pre-1970 seconds).
-    let v = BigInt.asUintN(64, BigInt(n));
-    for (let i = 0; i < 9; i++) {
-      buf[at++] = Number(v & 0x7fn) | 0x80;
-      v >>= 7n;
-    }
-    buf[at++] = Number(v);
-    return at;
-  }
-  while (n >= 128) {
-    buf[at++] = (n % 128) | 0x80;
-    n = Math.floor(n / 128);
-  }
-  buf[at++] = n;
-  return at;
-}
-
-/** A sample's Timestamp fields, as grpc/rpc/timestamps.ts's microsToTimestamp computes them. */
-function secondsOf(us: number): number {
-  return Math.floor(us / 1_000_000);
-}
-function nanosOf(us: number, seconds: number): number {
-  return Math.round(us - seconds * 1_000_000) * 1000;
-}
-
 /** One Series message. `columns`: times and values as packed doubles, else a SeriesPoint per sample. */
 export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array {
   const id = utf8.encode(series.channelId);
@@ -70,8 +34,8 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
     if (packed > 0) size += 2 * (1 + varintLength(packed) + packed);
   } else {
     for (const { t, v } of samples) {
-      const seconds = secondsOf(t);
-      const point = pointLength(timestampLength(seconds, nanosOf(t, seconds)), v);
+      const seconds = secondsOfMicros(t);
+      const point = pointLength(timestampLength(seconds, nanosOfMicros(t, seconds)), v);
       size += 1 + varintLength(point) + point;
     }
   }
@@ -86,8 +50,8 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   }
   if (!columns) {
     for (const { t, v } of samples) {
-      const seconds = secondsOf(t);
-      const nanos = nanosOf(t, seconds);
+      const seconds = secondsOfMicros(t);
+      const nanos = nanosOfMicros(t, seconds);
       const ts = timestampLength(seconds, nanos);
       buf[at++] = TAG_POINTS;
       at = writeVarint(buf, at, pointLength(ts, v));

@@ -13,6 +13,16 @@ export function timestampMicros(ts: Timestamp, field: string): number {
 
 /** µs since the epoch as a response's Timestamp. */
 export function microsToTimestamp(us: number): MessageInitShape<typeof TimestampSchema> {
-  const seconds = Math.floor(us / 1_000_000);
-  return { seconds: BigInt(seconds), nanos: Math.round(us - seconds * 1_000_000) * 1000 };
+  const seconds = secondsOfMicros(us);
+  return { seconds: BigInt(seconds), nanos: nanosOfMicros(us, seconds) };
+}
+
+/** A Timestamp's seconds for µs since the epoch (floored: a time before 1970 has nanos ≥ 0). */
+export function secondsOfMicros(us: number): number {
+  return Math.floor(us / 1_000_000);
+}
+
+/** A Timestamp's nanos for µs since the epoch, given its `secondsOfMicros`. */
+export function nanosOfMicros(us: number, seconds: number): number {
+  return Math.round(us - seconds * 1_000_000) * 1000;
 }
