@@ -26,6 +26,7 @@ const pureTests = [
   'cloud/src/imports/formats/ulog.test.ts',
   'cloud/src/imports/formats/px4-events.test.ts',
   'cloud/src/crypto/node-crypto.test.ts',
+  'cloud/src/commands/ack-tokens.test.ts',
   'cloud/src/delivery/backoff.test.ts',
   'cloud/src/delivery/micro-batcher.test.ts',
   'cloud/src/delivery/send.test.ts',

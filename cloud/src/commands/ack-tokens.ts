@@ -1,50 +1,97 @@
-import { generateAckToken, hashAckToken } from '@sortie/contracts';
-import { sql, type RawBuilder } from 'kysely';
+import { ACK_TOKEN_PREFIX, isAckToken } from '@sortie/contracts';
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
 import type { Executor } from '../db/executor.ts';
 
 /**
- * Ack tokens (`ack_tokens`) are made here, beside the ack that verifies them (ack.ts): the token's form,
- * its hash and its lifetime are decided in one folder. Each delivery carries its own token; only the hash
- * is stored, so the token exists nowhere but in that delivery body. Delivery asks for a token per attempt
- * (newAckToken) and has its hash stored by the statements below, composed into its own.
+ * Ack tokens are made here, beside the ack that verifies them (ack.ts): the token's form, what it proves
+ * and when it is spent are decided in one folder.
+ *
+ * A token proves itself: `cak_` + 32 bytes in base64url, a 12-byte random nonce and the first 20 bytes
+ * of HMAC-SHA256(key, label ‖ command id ‖ ack deadline ‖ nonce), under a key derived from the
+ * deployment's secret key. So nothing is written when a delivery carries one — every delivery carries
+ * its own token, and the service stores none of them (the spec's "appears nowhere else and is not
+ * stored by the service"). The ack recomputes the MAC from the command row it locks: a token is valid
+ * only for that command and only for the deadline it was dispatched with, and it expires with it.
+ * Single use is kept by storing the SHA-256 of a token when it is spent (`ack_tokens`, one row per
+ * ack, not per delivery); a second use finds that row.
+ *
+ * Tokens minted before tokens proved themselves were stored as hashes with `used_at` null; those are
+ * still accepted until their deadline (at most an hour), by the stored-hash path in spendAckToken.
  */
 
-/** A fresh token and the hash that is stored for it. */
-export function newAckToken(): { token: string; hash: string } {
-  const token = generateAckToken();
-  return { token, hash: sha256HexSync(token) };
+const NONCE_BYTES = 12;
+const MAC_BYTES = 20;
+const LABEL = Buffer.from('sortie ack token v1\0', 'utf8');
+
+/** The deployment key → the ack-token key (HKDF-SHA256, its own label), derived once per key. */
+const derivedKeys = new WeakMap<Uint8Array, Buffer>();
+
+function ackKey(secretKey: Uint8Array): Buffer {
+  let key = derivedKeys.get(secretKey);
+  if (!key) {
+    key = Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'sortie/ack-token/v1', 32));
+    derivedKeys.set(secretKey, key);
+  }
+  return key;
 }
 
-/** Mint a one-time ack token for a command, valid until its ack deadline. */
-export async function mintAckToken(db: Executor, commandId: string, expiresAt: Date): Promise<string> {
-  const token = generateAckToken();
-  await db.insertInto('ack_tokens').values({ token_hash: await hashAckToken(token), command_id: commandId, expires_at: expiresAt }).execute();
-  return token;
+function mac(secretKey: Uint8Array, commandId: string, deadline: Date, nonce: Uint8Array): Buffer {
+  const at = Buffer.alloc(8);
+  at.writeBigInt64BE(BigInt(deadline.getTime()));
+  // A UUID's text is case-insensitive; its canonical form is lower case (what PostgreSQL returns).
+  return createHmac('sha256', ackKey(secretKey)).update(LABEL).update(commandId.toLowerCase(), 'utf8').update(at).update(nonce).digest().subarray(0, MAC_BYTES);
+}
+
+/** A fresh one-time token for `commandId`, valid until `deadline` (the command's ack deadline). */
+export function mintAckToken(secretKey: Uint8Array, commandId: string, deadline: Date): string {
+  const nonce = randomBytes(NONCE_BYTES);
+  return ACK_TOKEN_PREFIX + Buffer.concat([nonce, mac(secretKey, commandId, deadline, nonce)]).toString('base64url');
 }
 
 /**
- * The dispatch statement's tokens (a CTE body): the hashes `hashes` for the command the CTE `moved` queued,
- * valid until its deadline, at most one per row of the CTE `endpoints` (a guess too high stores no extra).
+ * Whether `token` was minted by this deployment for `commandId` with `deadline`. Only the canonical
+ * spelling passes: base64url's last character carries two spare bits, and a second spelling of the same
+ * bytes would otherwise be a second token with its own spent-hash.
  */
-export function mintDispatchTokens(hashes: readonly string[], deadline: Date): RawBuilder<unknown> {
-  return sql`
-        insert into ack_tokens (token_hash, command_id, expires_at)
-        select t.hash, m.id, ${deadline}::timestamptz
-        from moved m cross join unnest(${hashes}::text[]) with ordinality as t(hash, n)
-        where t.n <= (select count(*) from endpoints)`;
+export function verifyAckToken(secretKey: Uint8Array, token: string, commandId: string, deadline: Date): boolean {
+  if (!isAckToken(token)) return false;
+  const text = token.slice(ACK_TOKEN_PREFIX.length);
+  const bytes = Buffer.from(text, 'base64url');
+  if (bytes.length !== NONCE_BYTES + MAC_BYTES || bytes.toString('base64url') !== text) return false;
+  const nonce = bytes.subarray(0, NONCE_BYTES);
+  return timingSafeEqual(bytes.subarray(NONCE_BYTES), mac(secretKey, commandId, deadline, nonce));
 }
 
 /**
- * The lease statement's tokens (a CTE body): for each row of the CTE `leased` (command_id, token_hash),
- * its hash when the command is still queued and before its deadline, valid until that deadline.
- * Returns the hashes stored.
+ * Spend `token` for the command, in the caller's transaction: true once, false for a token that is
+ * spent, expired, wrong or another command's. `command` is the command's row as locked by the caller.
  */
-export function mintLeaseTokens(now: Date): RawBuilder<unknown> {
-  return sql`
-      insert into ack_tokens (token_hash, command_id, expires_at)
-      select l.token_hash, c.id, c.ack_deadline_at
-      from leased l join commands c on c.id = l.command_id
-      where c.status = 'queued' and c.ack_deadline_at > ${now}
-      returning token_hash`;
+export async function spendAckToken(
+  tx: Executor,
+  input: { secretKey: Uint8Array; token: string; command: { id: string; ack_deadline_at: Date | null }; now: Date },
+): Promise<boolean> {
+  const { token, command, now } = input;
+  const hash = sha256HexSync(token);
+  const deadline = command.ack_deadline_at;
+  if (deadline && verifyAckToken(input.secretKey, token, command.id, deadline)) {
+    if (deadline <= now) return false;
+    const spent = await sql`
+      insert into ack_tokens (token_hash, command_id, expires_at, used_at) values (${hash}, ${command.id}, ${deadline}, ${now})
+      on conflict (token_hash) do nothing
+      returning token_hash`.execute(tx);
+    return spent.rows.length === 1;
+  }
+  // A token stored as a hash when it was minted (before tokens proved themselves).
+  const stored = await tx
+    .updateTable('ack_tokens')
+    .set({ used_at: now })
+    .where('token_hash', '=', hash)
+    .where('command_id', '=', command.id)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning('token_hash')
+    .executeTakeFirst();
+  return stored !== undefined;
 }

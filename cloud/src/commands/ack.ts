@@ -1,8 +1,8 @@
 import { isAckToken, type AckRequest, type AckResponse } from '@sortie/contracts';
 import { sql } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
-import { sha256HexSync } from '../crypto/node-crypto.ts';
 import { ServiceError, conflict, notFound } from '../platform/errors.ts';
+import { spendAckToken } from './ack-tokens.ts';
 
 /** At most this many ack attempts per command in any sliding minute (spec limit). */
 export const ACK_ATTEMPTS_PER_MINUTE = 10;
@@ -21,7 +21,6 @@ export async function acknowledge(ctx: AppContext, authorization: string | undef
 
   const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
   if (!token || !isAckToken(token)) throw notFound(BAD_TOKEN);
-  const tokenHash = sha256HexSync(token);
 
   let datasetId: string | undefined;
   const answer = await ctx.db.transaction().execute(async (tx) => {
@@ -33,16 +32,8 @@ export async function acknowledge(ctx: AppContext, authorization: string | undef
       .forUpdate()
       .executeTakeFirst();
     if (!command) throw notFound(BAD_TOKEN);
-    const spent = await tx
-      .updateTable('ack_tokens')
-      .set({ used_at: now })
-      .where('token_hash', '=', tokenHash)
-      .where('command_id', '=', command.id)
-      .where('used_at', 'is', null)
-      .where('expires_at', '>', now)
-      .returning('token_hash')
-      .executeTakeFirst();
-    if (!spent) throw notFound(BAD_TOKEN);
+    // The token proves itself against this row (ack-tokens.ts) and is spent here, once.
+    if (!(await spendAckToken(tx, { secretKey: ctx.secretKey, token, command, now }))) throw notFound(BAD_TOKEN);
 
     if (command.status === 'acked' || command.status === 'nacked') {
       if (command.status !== body.state) {

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { writeCommandWebhooksEnabled } from './settings.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
+import { generateAckToken } from '@sortie/contracts';
+import { sha256HexSync } from '../crypto/node-crypto.ts';
 import { mintAckToken } from './ack-tokens.ts';
 import { sweepTimedOut } from './sweeper.ts';
 import { expectEnvelope } from '../testing/expect-envelope.ts';
@@ -258,7 +260,7 @@ describe('ack', () => {
     const d = await t.call('POST', '/api/commands/dispatch', { key: org.key, body: { commandId: cmd.body.id, ackTimeoutSeconds: timeout } });
     expect(d.status).toBe(200);
     const deadline = new Date(d.body.ackDeadline);
-    return { id: cmd.body.id as string, deadline, token: () => mintAckToken(t.service.ctx.db, cmd.body.id, deadline) };
+    return { id: cmd.body.id as string, deadline, token: () => mintAckToken(t.service.ctx.secretKey, cmd.body.id, deadline) };
   }
   const ack = (commandId: string, token: string, state = 'acked', extra: Record<string, unknown> = {}) =>
     t.call('POST', '/api/commands/ack', {
@@ -268,7 +270,7 @@ describe('ack', () => {
 
   it('records the first valid ack, and the same token again is 404', async () => {
     const c = await queued();
-    const token = await c.token();
+    const token = c.token();
     const r = await ack(c.id, token, 'acked', { payload: { altitude: 12 } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ commandId: c.id, status: 'acked', duplicate: false });
@@ -281,11 +283,11 @@ describe('ack', () => {
 
   it('another token reporting the same state is a duplicate; the opposite state is 409', async () => {
     const c = await queued();
-    await ack(c.id, await c.token(), 'nacked');
-    const again = await ack(c.id, await c.token(), 'nacked');
+    await ack(c.id, c.token(), 'nacked');
+    const again = await ack(c.id, c.token(), 'nacked');
     expect(again.status).toBe(200);
     expect(again.body.duplicate).toBe(true);
-    expectEnvelope(await ack(c.id, await c.token(), 'acked'), 409, 'conflict');
+    expectEnvelope(await ack(c.id, c.token(), 'acked'), 409, 'conflict');
   });
 
   it('wrong, missing, other-command and expired tokens are 404, never 401', async () => {
@@ -295,21 +297,57 @@ describe('ack', () => {
     expectEnvelope(await ack(c.id, 'garbage'), 404, 'not_found');
     const noHeader = await t.call('POST', '/api/commands/ack', { body: { commandId: c.id, state: 'acked' } });
     expectEnvelope(noHeader, 404, 'not_found');
-    expectEnvelope(await ack(c.id, await d.token()), 404, 'not_found');
-    const late = await c.token();
+    expectEnvelope(await ack(c.id, d.token()), 404, 'not_found');
+    const late = c.token();
     t.clock.advance(31_000);
+    expectEnvelope(await ack(c.id, late), 404, 'not_found');
+  });
+
+  it('nothing is stored for a token until it is spent; then its hash, once', async () => {
+    const c = await queued();
+    const tokens = () => t.service.ctx.db.selectFrom('ack_tokens').select(['token_hash', 'used_at']).where('command_id', '=', c.id).execute();
+    expect(await tokens()).toEqual([]);
+    const token = c.token();
+    expect((await ack(c.id, token)).status).toBe(200);
+    const stored = await tokens();
+    expect(stored).toEqual([{ token_hash: sha256HexSync(token), used_at: expect.any(Date) }]);
+  });
+
+  it('a token made for another deadline of the same command is 404', async () => {
+    const c = await queued();
+    expectEnvelope(await ack(c.id, mintAckToken(t.service.ctx.secretKey, c.id, new Date(c.deadline.getTime() + 1000))), 404, 'not_found');
+    expect((await ack(c.id, c.token())).status).toBe(200);
+  });
+
+  // Deliveries made before tokens proved themselves carry tokens stored as hashes; a receiver may ack
+  // them after the upgrade, until their deadline.
+  it('a token stored as a hash when it was minted is accepted once, until its deadline', async () => {
+    const c = await queued();
+    const stored = () => {
+      const token = generateAckToken();
+      return t.service.ctx.db
+        .insertInto('ack_tokens')
+        .values({ token_hash: sha256HexSync(token), command_id: c.id, expires_at: c.deadline })
+        .execute()
+        .then(() => token);
+    };
+    const token = await stored();
+    expect((await ack(c.id, token)).status).toBe(200);
+    expectEnvelope(await ack(c.id, token), 404, 'not_found');
+    const late = await stored();
+    t.clock.advance(61_000);
     expectEnvelope(await ack(c.id, late), 404, 'not_found');
   });
 
   it('more than 10 attempts per command per minute are 429 with Retry-After', async () => {
     const c = await queued();
     for (let i = 0; i < 10; i++) expect((await ack(c.id, 'cak_' + 'B'.repeat(43))).status).toBe(404);
-    const limited = await ack(c.id, await c.token());
+    const limited = await ack(c.id, c.token());
     expectEnvelope(limited, 429, 'rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     t.clock.advance(61_000);
     // The deadline (60 s) has passed too, so the token is now expired: back to 404, not 429.
-    expect((await ack(c.id, await c.token())).status).toBe(404);
+    expect((await ack(c.id, c.token())).status).toBe(404);
   });
 });
 

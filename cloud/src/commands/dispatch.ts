@@ -5,7 +5,7 @@ import { conflict, notFound } from '../platform/errors.ts';
 import { sql } from 'kysely';
 import type { InlineJob, OutboxJob } from '../platform/outbox.ts';
 import { runHot } from '../db/prepared.ts';
-import { mintDispatchTokens, newAckToken } from './ack-tokens.ts';
+import { mintAckToken } from './ack-tokens.ts';
 import { noteDeadline } from './sweeper.ts';
 import { COMMAND_WEBHOOKS, readCommandWebhooksEnabled } from './settings.ts';
 import { listEnabledEndpoints } from '../webhooks/endpoints.ts';
@@ -21,9 +21,9 @@ interface DispatchOutcome {
 }
 
 /**
- * Each organization's number of enabled endpoints at its last dispatch: how many ack tokens a dispatch
- * mints in its statement (before it knows how many jobs it writes). A guess too low leaves the other
- * jobs to the queue; too high, the extra tokens are not stored.
+ * Each organization's number of enabled endpoints at its last dispatch: how many inline slots a dispatch
+ * reserves (before its statement says how many jobs it writes). A guess too low leaves the other jobs to
+ * the queue; too high, the extra slots are released after the statement.
  */
 const lastFanOut = new Map<string, number>();
 const MAX_REMEMBERED = 10_000;
@@ -54,8 +54,7 @@ export async function dispatchCommand(ctx: AppContext, organizationId: string, b
  * not move; then dispatchExplained checks again, in the spec's order, to say which precondition failed.
  *
  * The same statement prepares the first attempt of as many jobs as this process has inline slots for
- * (ctx.outbox.reserveInline): it leases them, stores the hashes of their ack tokens and returns the
- * command, the endpoints and the arming expiry, which is all the attempt reads. Every check the
+ * (ctx.outbox.reserveInline): it leases them and returns the command, the endpoints and the arming expiry, which is all the attempt reads. Every check the
  * delivery worker makes before an attempt holds here by the WHERE (queued, before the deadline,
  * endpoint enabled, armed), at this statement's instant. So a dispatch and its delivery cost two
  * statements: this one and the attempt's record, with no queue message in between.
@@ -64,7 +63,8 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
   const now = ctx.clock.now();
   const deadline = new Date(now.getTime() + body.ackTimeoutSeconds * 1000);
   const reserved = ctx.outbox.reserveInline(lastFanOut.get(organizationId) ?? 1);
-  const tokens = Array.from({ length: reserved }, () => newAckToken());
+  // Ack tokens prove themselves (ack-tokens.ts): minted here, stored nowhere.
+  const tokens = Array.from({ length: reserved }, () => mintAckToken(ctx.secretKey, body.commandId, deadline));
   // Delivery's part: its jobs, their first lease and what the first attempts read (delivery/outbox-port.ts).
   const delivery = ctx.outbox.dispatchPart({ organizationId, now, inline: reserved });
   let rows: object[];
@@ -84,8 +84,6 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
         where organization_id = ${organizationId} and deleted_at is null and disabled_at is null
       ),
       jobs as (${delivery.insertJobs}
-      ),
-      minted as (${mintDispatchTokens(tokens.map((t) => t.hash), deadline)}
       )
       select ${delivery.attemptColumns}
       from jobs j join endpoints e on e.id = j.endpoint_id
@@ -102,7 +100,7 @@ async function dispatchInOneStatement(ctx: AppContext, organizationId: string, b
     return undefined;
   }
   rememberFanOut(organizationId, rows.length);
-  const { jobs, inline, endpoints, datasetId } = delivery.read(rows, tokens.map((t) => t.token));
+  const { jobs, inline, endpoints, datasetId } = delivery.read(rows, tokens);
   ctx.outbox.releaseInline(reserved - inline.length);
   return {
     response: { commandId: body.commandId, status: 'queued', ackDeadline: deadline.toISOString(), endpoints },

@@ -1,6 +1,6 @@
 import { LIMIT_CROSSING_EVENT } from '@sortie/contracts';
 import { isArmed } from '../arming/arming.ts';
-import { newAckToken } from '../commands/ack-tokens.ts';
+import { mintAckToken } from '../commands/ack-tokens.ts';
 import type { AppContext } from '../platform/context.ts';
 import { signWebhookSync } from '../crypto/node-crypto.ts';
 import type { ArmingRow, WebhookEndpointRow } from '../db/schema.ts';
@@ -54,7 +54,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
   const hot = { db: ctx.db, pool: ctx.database.pool };
   const worker: Worker = {
     deps,
-    loads: new MicroBatcher((items: Array<{ jobId: string; tokenHash: string }>) => leaseAndLoadMany(hot, { now: ctx.clock.now(), leaseMs, items }), { maxBatch }),
+    loads: new MicroBatcher((jobIds: string[]) => leaseAndLoadMany(hot, { now: ctx.clock.now(), leaseMs, jobIds }), { maxBatch }),
     // Records wait up to RECORD_LINGER_MS for company: nothing but the queue's ack waits on them (the
     // receiver has its POST), so at a steady 200 dispatches/s several attempts share one statement.
     records: new MicroBatcher((items: AttemptRecord[]) => recordAttempts(hot, items), { maxBatch, lingerMs: RECORD_LINGER_MS }),
@@ -66,7 +66,7 @@ export function createDeliveryWorker(deps: DeliveryDeps): DeliveryWorker {
 /** What the steps of one worker share: its dependencies and the batchers of its two statements. */
 interface Worker {
   deps: DeliveryDeps;
-  loads: MicroBatcher<{ jobId: string; tokenHash: string }, LoadedJob | undefined>;
+  loads: MicroBatcher<string, LoadedJob | undefined>;
   records: MicroBatcher<AttemptRecord, { consecutiveFailures: number; disabled: boolean }>;
   openSecret: ReturnType<typeof cachedSecretOpener>;
 }
@@ -77,23 +77,23 @@ async function handleJob(w: Worker, job: QueuedJob): Promise<JobDecision> {
   const early = (job.notBefore ?? 0) - Date.now();
   if (early > 0) return nak(early);
   const now = w.deps.ctx.clock.now();
-  const ackToken = newAckToken();
-  const claimed = await claim(w, job.jobId, ackToken.hash);
+  const claimed = await claim(w, job.jobId);
   if (!isLoaded(claimed)) return claimed;
   if (claimed.job.event_type === LIMIT_CROSSING_EVENT) return attemptLimitNotification(w, job.jobId, claimed, now);
   const stopped = whyNotSendCommand(claimed, now);
   if (typeof stopped === 'string') return stop(w, job.jobId, stopped);
-  return attemptCommand(w, job.jobId, stopped, ackToken.token, now);
+  // The token proves itself (commands/ack-tokens.ts): nothing is stored for it.
+  const ackToken = mintAckToken(w.deps.ctx.secretKey, stopped.command.id, stopped.command.ack_deadline_at!);
+  return attemptCommand(w, job.jobId, stopped, ackToken, now);
 }
 
 /**
- * Claim: lease the job and read what its attempt needs, storing the hash of the ack token it will carry
- * (one statement, shared by concurrent claims). A job not leased is finished (ack) or being attempted
- * elsewhere (look again after BUSY_RETRY_MS).
+ * Claim: lease the job and read what its attempt needs (one statement, shared by concurrent claims). A
+ * job not leased is finished (ack) or being attempted elsewhere (look again after BUSY_RETRY_MS).
  */
-async function claim(w: Worker, jobId: string, tokenHash: string): Promise<LoadedJob | JobDecision> {
+async function claim(w: Worker, jobId: string): Promise<LoadedJob | JobDecision> {
   const { ctx } = w.deps;
-  const loaded = await w.loads.submit({ jobId, tokenHash });
+  const loaded = await w.loads.submit(jobId);
   if (loaded) return loaded;
   const current = await readJobState(ctx.db, jobId);
   // Finished, or not ours to know (another deployment's message): nothing to do, ever.
@@ -117,7 +117,7 @@ function whyNotSendCommand(loaded: LoadedJob, now: Date): string | Attemptable {
   if (!isDeliverable(endpoint)) return 'endpoint disabled';
   if (command.status !== 'queued') return `command is ${command.status}`;
   const deadline = command.ack_deadline_at!;
-  if (deadline <= now || !loaded.tokenMinted) return 'ack deadline passed';
+  if (deadline <= now) return 'ack deadline passed';
   if (!arming || !isArmed(arming as ArmingRow, now)) return 'dataset no longer armed';
   return { ...loaded, command, endpoint, arming };
 }
@@ -143,7 +143,6 @@ function attemptInline(w: Worker, job: InlineJob): Promise<JobDecision> {
     command,
     endpoint,
     arming: { expires_at: armingExpiresAt, disarmed_at: null },
-    tokenMinted: true,
   };
   return attemptCommand(w, job.jobId, loaded, ackToken, w.deps.ctx.clock.now());
 }

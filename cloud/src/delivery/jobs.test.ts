@@ -37,7 +37,7 @@ it('markPublished skips rows another transaction holds instead of waiting for th
 
 it('a lease records the job as published, since its message evidently arrived', async () => {
   const job = jobs[2]!;
-  const [loaded] = await leaseAndLoadMany(database.db, { now: new Date(), leaseMs: 30_000, items: [{ jobId: job, tokenHash: 'h'.repeat(64) }] });
+  const [loaded] = await leaseAndLoadMany(database.db, { now: new Date(), leaseMs: 30_000, jobIds: [job] });
   expect(loaded?.job.id).toBe(job);
   const row = await database.db.selectFrom('delivery_jobs').select('published_at').where('id', '=', job).executeTakeFirstOrThrow();
   expect(row.published_at).not.toBeNull();
@@ -63,13 +63,12 @@ it('a lease loads the command, endpoint and arming as Kysely reads them', async 
     .insertInto('armings')
     .values({ dataset_id: ids.ds, organization_id: ids.org, armed_at: new Date(), expires_at: expiresAt, armed_by_key_id: null, armed_by_user_id: null, reason: '', disarmed_by_key_id: null })
     .execute();
-  const [loaded] = await leaseAndLoadMany(db, { now: new Date(), leaseMs: 30_000, items: [{ jobId: jobs[1]!, tokenHash: 'i'.repeat(64) }] });
+  const [loaded] = await leaseAndLoadMany(db, { now: new Date(), leaseMs: 30_000, jobIds: [jobs[1]!] });
   expect(loaded).toEqual({
     job: { id: jobs[1], organization_id: ids.org, command_id: ids.cmd, endpoint_id: endpoints[1], attempts: 0, event_type: 'command.dispatched', payload: null, created_at: expect.any(Date) },
     command: await db.selectFrom('commands').selectAll().where('id', '=', ids.cmd).executeTakeFirstOrThrow(),
     endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoints[1]!).executeTakeFirstOrThrow(),
     arming: { expires_at: expiresAt, disarmed_at: null },
-    tokenMinted: true,
   });
 });
 
@@ -94,7 +93,7 @@ it('a batch of jobs sharing commands and endpoints loads each job with its own c
   const loaded = await leaseAndLoadMany(db, {
     now: new Date(),
     leaseMs: 30_000,
-    items: batch.map((b, i) => ({ jobId: b.jobId, tokenHash: String(i).repeat(64) })),
+    jobIds: batch.map((b) => b.jobId),
   });
   const arming = await db.selectFrom('armings').select(['expires_at', 'disarmed_at']).where('dataset_id', '=', ids.ds).executeTakeFirstOrThrow();
   for (const [i, b] of batch.entries()) {
@@ -103,7 +102,6 @@ it('a batch of jobs sharing commands and endpoints loads each job with its own c
       command: await db.selectFrom('commands').selectAll().where('id', '=', b.command).executeTakeFirstOrThrow(),
       endpoint: await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', b.endpoint).executeTakeFirstOrThrow(),
       arming,
-      tokenMinted: true,
     });
   }
 });

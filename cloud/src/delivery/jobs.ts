@@ -4,7 +4,6 @@ import type { PendingJob } from './memory-queue.ts';
 import type { QueuedJob } from './queue.ts';
 import type { Executor } from '../db/executor.ts';
 import { runHot, type HotTarget } from '../db/prepared.ts';
-import { mintLeaseTokens } from '../commands/ack-tokens.ts';
 import { recordDeliveryAttempts } from '../commands/attempt-counters.ts';
 import { updateFailureStreaks } from '../webhooks/failure-streak.ts';
 import { COMMAND_COLUMNS, ENDPOINT_COLUMNS, PREFIXED_COLUMNS, unprefix, type Prefixed } from './attempt-columns.ts';
@@ -121,8 +120,6 @@ export interface LoadedJob {
   command: CommandRow | undefined;
   endpoint: WebhookEndpointRow | undefined;
   arming: Pick<ArmingRow, 'expires_at' | 'disarmed_at'> | undefined;
-  /** Whether the ack token hash passed in was stored (the command was queued and before its deadline). */
-  tokenMinted: boolean;
 }
 
 /** The whole rows the lease reads, by table (jobs.test.ts compares them with the migrated tables). */
@@ -130,35 +127,25 @@ export const LEASE_ROW_COLUMNS = { commands: COMMAND_COLUMNS, webhook_endpoints:
 
 /** One row of the lease statement, as its select list names the columns. */
 type LeaseRow = { [K in keyof LoadedJob['job'] as `job_${K}`]: LoadedJob['job'][K] } & {
-  minted: boolean;
   a_expires_at: Date | null;
   a_disarmed_at: Date | null;
 } & Prefixed<CommandRow, 'c_'> &
   Prefixed<WebhookEndpointRow, 'e_'>;
 
 /**
- * Lease jobs, read each one's command, endpoint and arming, and store the hash of the ack token its
- * attempt will carry: one statement for a whole batch (see micro-batcher.ts). A token is minted only
- * for a command still queued and before its deadline; if the attempt then does not happen (endpoint
- * gone, disarmed) the unused hash expires with the deadline. Jobs not leased (finished, or leased by
- * another worker) come back undefined.
+ * Lease jobs and read each one's command, endpoint and arming: one statement for a whole batch (see
+ * micro-batcher.ts). Jobs not leased (finished, or leased by another worker) come back undefined.
  */
 export async function leaseAndLoadMany(
   db: Executor | HotTarget,
-  input: { now: Date; leaseMs: number; items: ReadonlyArray<{ jobId: string; tokenHash: string }> },
+  input: { now: Date; leaseMs: number; jobIds: readonly string[] },
 ): Promise<Array<LoadedJob | undefined>> {
   const leaseUntil = new Date(input.now.getTime() + input.leaseMs);
   const rows = await runHot(hot(db), 'sortie_lease_jobs', sql<LeaseRow>`
-    with input as (
-      select * from unnest(${input.items.map((i) => i.jobId)}::uuid[], ${input.items.map((i) => i.tokenHash)}::text[]) as t(job_id, token_hash)
-    ),
-    leased as (
+    with leased as (
       update delivery_jobs j set leased_until = ${leaseUntil}, published_at = coalesce(j.published_at, ${input.now})
-      from input i
-      where j.id = i.job_id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
-      returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, j.event_type, j.payload, j.created_at, i.token_hash
-    ),
-    minted as (${mintLeaseTokens(input.now)}
+      where j.id = any(${[...input.jobIds]}::uuid[]) and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
+      returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, j.event_type, j.payload, j.created_at
     ),
     -- Each command and endpoint (and the command's arming) on the first of its jobs' rows only: a batch
     -- holds a few commands fanned out to a few endpoints, and these are most of a row's columns.
@@ -172,11 +159,9 @@ export async function leaseAndLoadMany(
       l.id as job_id, l.organization_id as job_organization_id, l.command_id as job_command_id,
       l.endpoint_id as job_endpoint_id, l.attempts as job_attempts, l.event_type as job_event_type,
       l.payload as job_payload, l.created_at as job_created_at,
-      m.token_hash is not null as minted,
       ${PREFIXED_COLUMNS},
       a.expires_at as a_expires_at, a.disarmed_at as a_disarmed_at
     from numbered l
-    left join minted m on m.token_hash = l.token_hash
     left join commands c on c.id = l.command_id and l.command_n = 1
     left join webhook_endpoints e on e.id = l.endpoint_id and l.endpoint_n = 1
     left join armings a on a.dataset_id = c.dataset_id
@@ -197,10 +182,10 @@ export async function leaseAndLoadMany(
   const byJob = new Map(rows.map((r) => [r.job_id, toLoadedJob(r, r.job_command_id === null ? undefined : commands.get(r.job_command_id), endpoints.get(r.job_endpoint_id))]));
   // A job twice in one batch (a duplicate message) is leased once: only its first caller gets it.
   const handedOut = new Set<string>();
-  return input.items.map((i) => {
-    if (handedOut.has(i.jobId)) return undefined;
-    handedOut.add(i.jobId);
-    return byJob.get(i.jobId);
+  return input.jobIds.map((jobId) => {
+    if (handedOut.has(jobId)) return undefined;
+    handedOut.add(jobId);
+    return byJob.get(jobId);
   });
 }
 
@@ -223,7 +208,6 @@ function toLoadedJob(
     command: command?.command,
     endpoint,
     arming: command?.arming,
-    tokenMinted: r.minted === true,
   };
 }
 
