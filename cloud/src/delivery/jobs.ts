@@ -143,8 +143,11 @@ export async function leaseAndLoadMany(
   const leaseUntil = new Date(input.now.getTime() + input.leaseMs);
   const rows = await runHot(hot(db), 'sortie_lease_jobs', sql<LeaseRow>`
     with leased as (
+      -- Joined to the ids rather than \`id = any(ids)\`: a nested loop of key lookups, where \`any\` made a
+      -- bitmap scan that, with statistics from when the table was small, also read the whole pending index.
       update delivery_jobs j set leased_until = ${leaseUntil}, published_at = coalesce(j.published_at, ${input.now})
-      where j.id = any(${[...input.jobIds]}::uuid[]) and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
+      from unnest(${[...input.jobIds]}::uuid[]) as i(id)
+      where j.id = i.id and j.state = 'pending' and (j.leased_until is null or j.leased_until < ${input.now})
       returning j.id, j.organization_id, j.command_id, j.endpoint_id, j.attempts, j.event_type, j.payload, j.created_at
     ),
     -- Each command and endpoint (and the command's arming) on the first of its jobs' rows only: a batch
