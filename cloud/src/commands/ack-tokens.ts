@@ -115,3 +115,22 @@ export async function spendAckToken(
     .executeTakeFirst();
   return stored !== undefined;
 }
+
+/** How long past its deadline a token's row is kept: more than any clock skew between cloud processes. */
+export const SPENT_TOKEN_KEPT_MS = 3_600_000;
+/** Rows deleted per prune at most, so a table grown by an earlier version shrinks over a few sweeps. */
+const PRUNE_BATCH = 10_000;
+
+/**
+ * Delete token rows past their deadline by SPENT_TOKEN_KEPT_MS: a spent token's hash (an ack past the
+ * deadline is refused before the table is read) and a stored hash of an earlier version, spent or not
+ * (refused past `expires_at`). Before tokens proved themselves every delivery left a row here and
+ * nothing deleted them. Returns how many went.
+ */
+export async function pruneExpiredAckTokens(db: Executor, now: Date): Promise<number> {
+  const result = await sql`
+    delete from ack_tokens where token_hash in (
+      select token_hash from ack_tokens where expires_at < ${new Date(now.getTime() - SPENT_TOKEN_KEPT_MS)} limit ${PRUNE_BATCH}
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -3,7 +3,7 @@ import { writeCommandWebhooksEnabled } from './settings.ts';
 import { startTestService, type TestOrg, type TestService } from '../testing/test-service.ts';
 import { generateAckToken } from '@sortie/contracts';
 import { sha256HexSync } from '../crypto/node-crypto.ts';
-import { mintAckToken } from './ack-tokens.ts';
+import { mintAckToken, SPENT_TOKEN_KEPT_MS } from './ack-tokens.ts';
 import { sweepTimedOut } from './sweeper.ts';
 import { expectEnvelope } from '../testing/expect-envelope.ts';
 
@@ -337,6 +337,18 @@ describe('ack', () => {
     const late = await stored();
     t.clock.advance(61_000);
     expectEnvelope(await ack(c.id, late), 404, 'not_found');
+  });
+
+  it('the sweeper deletes token rows an hour past their deadline, and only those', async () => {
+    const c = await queued();
+    const now = t.clock.now().getTime();
+    const rows = { old: now - SPENT_TOKEN_KEPT_MS - 1000, recent: now - SPENT_TOKEN_KEPT_MS + 60_000, live: now + 60_000 };
+    for (const [hash, at] of Object.entries(rows)) {
+      await t.service.ctx.db.insertInto('ack_tokens').values({ token_hash: `${c.id}-${hash}`, command_id: c.id, expires_at: new Date(at), used_at: t.clock.now() }).execute();
+    }
+    await sweepTimedOut(t.service.ctx);
+    const left = await t.service.ctx.db.selectFrom('ack_tokens').select('token_hash').where('command_id', '=', c.id).orderBy('token_hash').execute();
+    expect(left.map((r) => r.token_hash)).toEqual([`${c.id}-live`, `${c.id}-recent`]);
   });
 
   it('more than 10 attempts per command per minute are 429 with Retry-After', async () => {

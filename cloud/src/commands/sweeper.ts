@@ -3,12 +3,15 @@ import type { Db } from '../db/connect.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { Logger } from '../platform/logger.ts';
+import { pruneExpiredAckTokens } from './ack-tokens.ts';
 
 /**
  * Move every queued command past its ack deadline to `timed_out`. One UPDATE: Postgres re-checks the
  * WHERE under the row lock, so when several cloud processes sweep at once each command moves once.
+ * With `prune` (the default; the safety sweep every SAFETY_SWEEP_MS) it also deletes the ack rows that
+ * no longer decide anything: attempts older than the rate-limit window, tokens well past their deadline.
  */
-export async function sweepTimedOut(ctx: AppContext, options: { pruneAckAttempts?: boolean } = {}): Promise<string[]> {
+export async function sweepTimedOut(ctx: AppContext, options: { prune?: boolean } = {}): Promise<string[]> {
   const now = ctx.clock.now();
   const rows = await ctx.db
     .updateTable('commands')
@@ -18,8 +21,11 @@ export async function sweepTimedOut(ctx: AppContext, options: { pruneAckAttempts
     .returning(['id', 'dataset_id'])
     .execute();
   for (const datasetId of new Set(rows.map((r) => r.dataset_id))) ctx.live.committed(datasetId, 'commands');
-  // Attempts older than the rate-limit window no longer matter.
-  if (options.pruneAckAttempts ?? true) await sql`delete from ack_attempts where attempted_at < ${new Date(now.getTime() - 120_000)}`.execute(ctx.db);
+  if (options.prune ?? true) {
+    // Attempts older than the rate-limit window no longer matter.
+    await sql`delete from ack_attempts where attempted_at < ${new Date(now.getTime() - 120_000)}`.execute(ctx.db);
+    await pruneExpiredAckTokens(ctx.db, now);
+  }
   return rows.map((r) => r.id);
 }
 
@@ -89,7 +95,7 @@ export function startSweeper(ctx: AppContext, sweepOnce: typeof sweepTimedOut = 
     if (safety) lastSafety = now;
     while (due.length > 0 && due[0]! * 1000 <= now) due.shift();
     running = running
-      .then(() => sweepOnce(ctx, { pruneAckAttempts: safety }))
+      .then(() => sweepOnce(ctx, { prune: safety }))
       .then((ids) => outcomes.succeeded(ids))
       .catch((err: unknown) => outcomes.failed(err));
     schedule();
