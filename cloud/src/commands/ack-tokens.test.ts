@@ -6,6 +6,8 @@ const key = new Uint8Array(32).fill(7);
 const otherKey = new Uint8Array(32).fill(8);
 const command = '0193a5c4-6f2e-7c1a-9b3d-2f4e5a6b7c8d';
 const deadline = new Date('2026-12-07T14:00:00.123Z');
+/** base64url's characters in value order (RFC 4648 §5). */
+const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 describe('ack tokens that prove themselves', () => {
   it('have the spec form and verify for their command and deadline', () => {
@@ -31,7 +33,6 @@ describe('ack tokens that prove themselves', () => {
 
   it('fail with any one character changed', () => {
     const token = mintAckToken(key, command, deadline);
-    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     for (let i = ACK_TOKEN_PREFIX.length; i < token.length; i++) {
       const swapped = alphabet[(alphabet.indexOf(token[i]!) + 1) % alphabet.length]!;
       expect(verifyAckToken(key, token.slice(0, i) + swapped + token.slice(i + 1), command, deadline), `character ${i}`).toBe(false);
@@ -43,7 +44,6 @@ describe('ack tokens that prove themselves', () => {
   // again under another spelling (its spent-hash is of the text).
   it('accept only the canonical spelling of their bytes', () => {
     const token = mintAckToken(key, command, deadline);
-    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const last = alphabet.indexOf(token.at(-1)!);
     const variants = [1, 2, 3].map((spare) => token.slice(0, -1) + alphabet[(last & ~3) | ((last + spare) & 3)]!);
     for (const variant of variants) {
