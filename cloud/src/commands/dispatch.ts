@@ -54,9 +54,10 @@ export async function dispatchCommand(ctx: AppContext, organizationId: string, b
  * not move; then dispatchExplained checks again, in the spec's order, to say which precondition failed.
  *
  * The same statement prepares the first attempt of as many jobs as this process has inline slots for
- * (ctx.outbox.reserveInline): it leases them and returns the command, the endpoints and the arming expiry, which is all the attempt reads. Every check the
- * delivery worker makes before an attempt holds here by the WHERE (queued, before the deadline,
- * endpoint enabled, armed), at this statement's instant. So a dispatch and its delivery cost two
+ * (ctx.outbox.reserveInline): it leases them and returns the command, the endpoints and the arming
+ * expiry, which is all the attempt reads (its ack token needs no row). Every check the delivery worker
+ * makes before an attempt holds here by the WHERE (queued, before the deadline, endpoint enabled,
+ * armed), at this statement's instant. So a dispatch and its delivery cost two
  * statements: this one and the attempt's record, with no queue message in between.
  */
 async function dispatchInOneStatement(ctx: AppContext, organizationId: string, body: DispatchRequest): Promise<DispatchOutcome | undefined> {
