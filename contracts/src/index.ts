@@ -3,6 +3,7 @@ export * from './core/errors.ts';
 export * from './core/scopes.ts';
 export * from './http/index.ts';
 export * from './gen/index.ts';
+export * from './telemetry/bytes-fields.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';
 // The dependency-free MAVLink parts only: the dialect (mavlink/dialect.ts) loads node-mavlink, which a
