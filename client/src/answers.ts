@@ -15,10 +15,14 @@
  * Inputs take a time as an RFC 3339 string or a Date as well as a protobuf Timestamp, so an answer's
  * time can be handed back as it came.
  */
-import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromDate, type Timestamp, type TimestampSchema } from '@bufbuild/protobuf/wkt';
-import type { FollowEvent, FollowUpdate, QueryResponse, Series, StreamSubmitResponse, SubmitResponse } from '@sortie/contracts';
+import { fromBinary, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate, type TimestampSchema } from '@bufbuild/protobuf/wkt';
+import { SeriesSchema, type FollowEvent, type FollowUpdate, type QueryResponse, type Series, type StreamSubmitResponse, type SubmitResponse } from '@sortie/contracts';
 import type { QueryRequestSchema } from '@sortie/contracts';
+import { readSeriesBytes } from './series-wire.ts';
+import { timestampText } from './time-text.ts';
+
+export { timestampText } from './time-text.ts';
 
 /** One sample: its time (RFC 3339 UTC) and value. */
 export interface PointAnswer {
@@ -82,24 +86,6 @@ export interface FollowAnswer {
 /** A time as an input takes it: RFC 3339 text, a Date, or a protobuf Timestamp. */
 export type TimeInput = string | Date | MessageInitShape<typeof TimestampSchema>;
 
-// Consecutive samples mostly share their second: its text is made once.
-let lastSeconds = Number.NaN;
-let lastHead = '';
-
-/** A Timestamp as protobuf's JSON writes it: RFC 3339 UTC, 0, 3, 6 or 9 fractional digits. */
-export function timestampText(t: Pick<Timestamp, 'seconds' | 'nanos'>): string {
-  const seconds = Number(t.seconds);
-  if (seconds !== lastSeconds) {
-    lastHead = new Date(seconds * 1000).toISOString().slice(0, 19);
-    lastSeconds = seconds;
-  }
-  const nanos = t.nanos;
-  if (nanos === 0) return `${lastHead}Z`;
-  if (nanos % 1_000_000 === 0) return `${lastHead}.${String(nanos / 1_000_000).padStart(3, '0')}Z`;
-  if (nanos % 1000 === 0) return `${lastHead}.${String(nanos / 1000).padStart(6, '0')}Z`;
-  return `${lastHead}.${String(nanos).padStart(9, '0')}Z`;
-}
-
 const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** A time input as a Timestamp, to the nanosecond (Date.parse alone stops at the millisecond). */
@@ -112,7 +98,15 @@ export function timestampOf(input: TimeInput): MessageInitShape<typeof Timestamp
   return { seconds: BigInt(ms / 1000), nanos: Number((match[3] ?? '').padEnd(9, '0')) };
 }
 
-function seriesAnswer(s: Series): SeriesAnswer {
+/**
+ * A Series as the generated descriptor decodes it, or its bytes as the client's own descriptor leaves
+ * them (telemetry.ts): those are read by hand (series-wire.ts), or by protobuf-es when they are in a
+ * form the hand reader does not take.
+ */
+export type WireSeries = Series | Uint8Array;
+
+function seriesAnswer(s: WireSeries): SeriesAnswer {
+  if (s instanceof Uint8Array) return readSeriesBytes(s) ?? seriesAnswer(fromBinary(SeriesSchema, s));
   const points = new Array<PointAnswer>(s.points.length);
   for (let i = 0; i < s.points.length; i++) {
     const p = s.points[i]!;
@@ -127,7 +121,10 @@ function seriesAnswer(s: Series): SeriesAnswer {
   return answer;
 }
 
-export function queryAnswer(r: QueryResponse): QueryAnswer {
+/** An answer whose series may still be encoded (WireSeries). */
+export type WireAnswer<T extends { series: Series[] }> = Omit<T, 'series' | '$typeName'> & { series: readonly WireSeries[] };
+
+export function queryAnswer(r: WireAnswer<QueryResponse>): QueryAnswer {
   return { series: r.series.map(seriesAnswer), totalRawPoints: Number(r.totalRawPoints) };
 }
 
@@ -143,7 +140,7 @@ function followEventAnswer(e: FollowEvent): FollowEventAnswer {
   return { id: e.id, time: e.time ? timestampText(e.time) : '', kind: e.kind, message: e.message, data: e.data ?? {} };
 }
 
-export function followAnswer(u: FollowUpdate): FollowAnswer {
+export function followAnswer(u: WireAnswer<FollowUpdate>): FollowAnswer {
   return {
     reset: u.reset,
     series: u.series.map(seriesAnswer),
