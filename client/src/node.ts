@@ -7,12 +7,13 @@ import { openAsBlob } from 'node:fs';
 import { basename } from 'node:path';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import type { Transport } from '@connectrpc/connect';
+import { compressionBrotli, compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
 import { StreamSubmitRequestSchema, TelemetryService } from '@sortie/contracts';
 import type { PointBatchSchema, StreamSessionHeaderSchema } from '@sortie/contracts';
 import { streamSubmitAnswer, type StreamSubmitAnswer } from './answers.ts';
 import { newRequestId, REQUEST_ID_HEADER } from './http.ts';
-import { authInterceptor, rpcError, type RpcOptions } from './telemetry.ts';
+import { authInterceptor, createTelemetryClient, rpcError, type RpcOptions, type TelemetryClient } from './telemetry.ts';
 
 export * from './index.ts';
 
@@ -28,9 +29,23 @@ export interface StreamSubmitClient {
   streamSubmit(header: StreamSessionHeaderInit, batches: Iterable<PointBatchInit> | AsyncIterable<PointBatchInit>, options?: RpcOptions): Promise<StreamSubmitAnswer>;
 }
 
+/**
+ * gRPC over HTTP/2 to the telemetry port, e.g. `http://localhost:50051`. Answers are asked for in brotli
+ * first: the service writes it at a fast quality, a third of gzip's CPU for a Query answer at a better
+ * ratio; gzip stays acceptable.
+ */
+function grpcTransport(options: { grpcUrl: string; apiKey?: string }): Transport {
+  return createGrpcTransport({ baseUrl: options.grpcUrl, interceptors: [authInterceptor(options.apiKey)], acceptCompression: [compressionBrotli, compressionGzip] });
+}
+
+/** Query, Submit and Follow over gRPC (HTTP/2) to the telemetry port, e.g. `http://localhost:50051`. */
+export function createGrpcTelemetryClient(options: { grpcUrl: string; apiKey?: string }): TelemetryClient {
+  return createTelemetryClient({ baseUrl: options.grpcUrl, transport: grpcTransport(options) });
+}
+
 /** A gRPC (HTTP/2) client of the telemetry port, e.g. `http://localhost:50051`. */
 export function createStreamSubmitClient(options: { grpcUrl: string; apiKey?: string }): StreamSubmitClient {
-  const transport = createGrpcTransport({ baseUrl: options.grpcUrl, interceptors: [authInterceptor(options.apiKey)] });
+  const transport = grpcTransport(options);
   const client = createClient(TelemetryService, transport);
   return {
     async streamSubmit(header, batches, rpc = {}) {

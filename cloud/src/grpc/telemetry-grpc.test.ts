@@ -1,5 +1,6 @@
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { compressionBrotli, compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { createGrpcTelemetryClient, queryAnswer } from '@sortie/client/node';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TelemetryService, type StreamSubmitRequestSchema, type SubmitRequestSchema, type TelemetryPointSchema } from '@sortie/contracts';
 import { sql } from 'kysely';
@@ -389,6 +390,22 @@ describe('Query', () => {
     await expectFaithful(base + 12_345_678, base + 201_987_001, 300);
     await expectFaithful(base + 7_003, base + 3_000_017, 200); // small: raw rows only
     await expectFaithful(base + 100_000_000, undefined, 50);
+  });
+
+  it('answers compressed as the client prefers, brotli or gzip, and Sortie\'s client reads them as protobuf-es does', async () => {
+    const request = { datasetId: wave.datasetId, channelIds: ['0', '1'], maxPointsPerChannel: 500 };
+    const answers = [];
+    for (const compression of [compressionBrotli, compressionGzip]) {
+      const other = createClient(TelemetryService, createGrpcTransport({ baseUrl: t.service.grpcUrl, acceptCompression: [compression] }));
+      let encoding: string | null = null;
+      answers.push(await other.query(request, { headers: headers(), onHeader: (h) => (encoding = h.get('grpc-encoding')) }));
+      expect(encoding).toBe(compression.name);
+    }
+    expect(answers[0]).toEqual(answers[1]);
+    expect(answers[0]!.series[0]!.points.length).toBeGreaterThan(400);
+    // Sortie's client: series read from their bytes by hand, into the same answer the generated classes give.
+    const sortie = createGrpcTelemetryClient({ grpcUrl: t.service.grpcUrl, apiKey: org.key });
+    expect(await sortie.query(request)).toStrictEqual(queryAnswer(answers[1]!));
   });
 
   it('several channels in request order, budget default and clamping, a budget of 1', async () => {
