@@ -1,4 +1,4 @@
-import { lttbWithPins, type Sample } from './lttb.ts';
+import { lttbWithPinsAt, type Sample } from './lttb.ts';
 import { compareF8, type M4 } from './m4.ts';
 
 /**
@@ -19,18 +19,21 @@ export function samplesFromBuckets(buckets: readonly M4[], budget: number): Samp
     return [{ t: best.maxT, v: best.maxV }];
   }
 
-  const points: Sample[] = [];
-  const pinned: boolean[] = [];
+  // The candidates as columns (lttb.ts SampleColumns), at most four a bucket.
+  const capacity = buckets.length * 4;
+  const candidates = { t: new Float64Array(capacity), v: new Float64Array(capacity) };
+  const pinned = new Uint8Array(capacity);
+  let n = 0;
   // A bucket's four samples (first, min, max, last) in time order, ties in that order: sorted in place
   // in these slots rather than as four small arrays per bucket (a Query holds thousands of buckets).
   const qt = new Float64Array(4);
   const qv = new Float64Array(4);
-  const qp = [false, true, true, false];
+  const qp = new Uint8Array(4);
   for (const b of buckets) {
-    qt[0] = b.firstT; qv[0] = b.firstV; qp[0] = false;
-    qt[1] = b.minT; qv[1] = b.minV; qp[1] = true;
-    qt[2] = b.maxT; qv[2] = b.maxV; qp[2] = true;
-    qt[3] = b.lastT; qv[3] = b.lastV; qp[3] = false;
+    qt[0] = b.firstT; qv[0] = b.firstV; qp[0] = 0;
+    qt[1] = b.minT; qv[1] = b.minV; qp[1] = 1;
+    qt[2] = b.maxT; qv[2] = b.maxV; qp[2] = 1;
+    qt[3] = b.lastT; qv[3] = b.lastV; qp[3] = 0;
     for (let i = 1; i < 4; i++) {
       const t = qt[i]!, v = qv[i]!, p = qp[i]!;
       let j = i - 1;
@@ -41,22 +44,26 @@ export function samplesFromBuckets(buckets: readonly M4[], budget: number): Samp
     }
     for (let k = 0; k < 4; k++) {
       const t = qt[k]!;
-      const prev = points.length - 1;
-      if (prev >= 0 && points[prev]!.t === t) {
-        pinned[prev] = pinned[prev]! || qp[k]!;
+      if (n > 0 && candidates.t[n - 1] === t) {
+        pinned[n - 1] = pinned[n - 1]! | qp[k]!;
         continue;
       }
-      points.push({ t, v: qv[k]! });
-      pinned.push(qp[k]!);
+      candidates.t[n] = t;
+      candidates.v[n] = qv[k]!;
+      pinned[n] = qp[k]!;
+      n++;
     }
   }
-  let pins = pinned.filter(Boolean).length;
-  const lastIndex = points.length - 1;
-  for (const i of [0, lastIndex]) {
+  let pins = 0;
+  for (let i = 0; i < n; i++) pins += pinned[i]!;
+  for (const i of [0, n - 1]) {
     if (!pinned[i] && pins < budget) {
-      pinned[i] = true;
+      pinned[i] = 1;
       pins++;
     }
   }
-  return lttbWithPins(points, pinned, budget);
+  const kept = lttbWithPinsAt(candidates, pinned, n, budget);
+  const out = new Array<Sample>(kept.length);
+  for (let k = 0; k < kept.length; k++) out[k] = { t: candidates.t[kept[k]!]!, v: candidates.v[kept[k]!]! };
+  return out;
 }
