@@ -4,9 +4,13 @@
 // Each whole-range read is timed in both answer layouts (points, and columns as the console asks), and
 // the floors of two shapes are measured beside them: the fixed cost of any Query (a 1 ms window), the
 // 2 s window's cheapest grouping in SQL, and eight channels' rollup rows fetched and grouped in SQL.
+// Queries go through Sortie's own client (`@sortie/client/node`, over gRPC), which reads a Series from its
+// bytes by hand and asks for brotli answers; the eight-channel points shape is timed once more through a
+// generic connect-es client (protobuf-es builds an object per point and per Timestamp; gzip answers).
 // Options: BENCH_RUNS (50).
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createGrpcTelemetryClient } from '@sortie/client/node';
 import { TelemetryService } from '@sortie/contracts';
 import pg from 'pg';
 import { wideTableName } from '../src/datasets/wide-table.ts';
@@ -55,28 +59,27 @@ try {
   await direct.query('vacuum analyze');
   console.log(`bench:query — ${(ROWS * CHANNELS).toLocaleString('en-US')} raw points (${CHANNELS} channels × ${ROWS.toLocaleString('en-US')} rows at 20 kHz), loaded in ${loadSeconds.toFixed(1)} s through StreamSubmit`);
 
-  const client = createClient(TelemetryService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.grpcPort}` }));
-  const headers = { 'x-api-key': apiKey };
-  const query = (channelIds: string[], max: number, from?: number, to?: number, columns = false) =>
-    client.query(
-      {
-        datasetId,
-        channelIds,
-        maxPointsPerChannel: max,
-        columns,
-        ...(from !== undefined && { from: { seconds: BigInt(Math.floor(from / 1e6)), nanos: (from % 1e6) * 1000 } }),
-        ...(to !== undefined && { to: { seconds: BigInt(Math.floor(to / 1e6)), nanos: (to % 1e6) * 1000 } }),
-      },
-      { headers },
-    );
+  const grpcUrl = `http://127.0.0.1:${server.grpcPort}`;
+  const client = createGrpcTelemetryClient({ grpcUrl, apiKey });
+  const generic = createClient(TelemetryService, createGrpcTransport({ baseUrl: grpcUrl }));
+  const request = (channelIds: string[], max: number, from?: number, to?: number, columns = false) => ({
+    datasetId,
+    channelIds,
+    maxPointsPerChannel: max,
+    columns,
+    ...(from !== undefined && { from: { seconds: BigInt(Math.floor(from / 1e6)), nanos: (from % 1e6) * 1000 } }),
+    ...(to !== undefined && { to: { seconds: BigInt(Math.floor(to / 1e6)), nanos: (to % 1e6) * 1000 } }),
+  });
+  const query = (channelIds: string[], max: number, from?: number, to?: number, columns = false) => client.query(request(channelIds, max, from, to, columns));
   await timed(5, () => query(['3'], 2000)); // warm-up
   const databaseName = new URL(database.url).pathname.slice(1);
   cpuProbe = () => ({ server: processCpuMs(server.child.pid!), postgres: postgresCpuMs(databaseName), client: ownCpuMs() });
 
   const whole = await timed(RUNS, () => query(['3'], 2000));
   const series = whole.last.series[0]!;
-  if (series.points.length > 2000 || series.rawPoints !== BigInt(ROWS)) throw new Error(`unexpected answer: ${series.points.length} points, ${series.rawPoints} raw`);
+  if (series.points.length > 2000 || series.rawPoints !== ROWS) throw new Error(`unexpected answer: ${series.points.length} points, ${series.rawPoints} raw`);
   const eight = await timed(RUNS, () => query(['0', '1', '2', '3', '4', '5', '6', '7'], 2000));
+  const eightGeneric = await timed(RUNS, () => generic.query(request(['0', '1', '2', '3', '4', '5', '6', '7'], 2000), { headers: { 'x-api-key': apiKey } }));
   // The same two reads with the answer as columns (times and values as packed arrays), as the console asks.
   const wholeColumns = await timed(RUNS, () => query(['3'], 2000, undefined, undefined, true));
   const eightColumns = await timed(RUNS, () => query(['0', '1', '2', '3', '4', '5', '6', '7'], 2000, undefined, undefined, true));
@@ -152,6 +155,7 @@ try {
   const fmt = (t: { p50: number; p95: number; cpu?: string }) => `p50 ${t.p50.toFixed(1)} ms, p95 ${t.p95.toFixed(1)} ms${t.cpu ? `; ${t.cpu}` : ''}`;
   console.log(`whole range, 1 channel, max 2,000 points : ${fmt(whole)}  (${series.points.length} points, total_raw_points ${whole.last.totalRawPoints}, ${RUNS} runs)`);
   console.log(`whole range, 8 channels, max 2,000 each  : ${fmt(eight)}`);
+  console.log(`  the same, a generic connect-es client   : ${fmt(eightGeneric)}`);
   console.log(`  as columns, 1 channel                  : ${fmt(wholeColumns)}`);
   console.log(`  as columns, 8 channels                 : ${fmt(eightColumns)}`);
   console.log(`10 s window, 1 channel (10 ms rollups)   : ${fmt(window10s)}  (${window10s.last.totalRawPoints} raw points)`);
