@@ -1,4 +1,20 @@
+import { SERIES_TAGS } from '@sortie/contracts';
 import { timeText } from './time-text.ts';
+
+/**
+ * `sortie.telemetry.v1.Series` read by hand from its bytes, straight into a SeriesAnswer. Through
+ * protobuf-es, a Query answer of eight channels' 16,000 points cost bench:query's client 28–33 ms of CPU:
+ * an object per point and per Timestamp, a bigint per second, read by its reflective reader, then the
+ * answer made from those. The client's descriptor declares Query's and Follow's series `bytes`
+ * (telemetry.ts), and this reads them in one pass, by contracts' SERIES_TAGS.
+ *
+ * It reads the encoding every protobuf writer produces for these fields (fields by their own wire
+ * types, packed doubles, one-byte tags, times after 1970) and answers undefined on anything else:
+ * unknown fields, a Timestamp given twice in one point, a negative or huge varint, a truncated message,
+ * a channel id that is not UTF-8. The caller then decodes the same bytes with protobuf-es, which says
+ * what is wrong or merges what protobuf allows; so the answer is the same either way
+ * (series-wire.test.ts holds that, for generated series and for mangled bytes).
+ */
 
 /** answers.ts's SeriesAnswer, written out here: answers.ts imports this module. */
 interface SeriesAnswer {
@@ -13,32 +29,6 @@ interface PointAnswer {
   timestamp: string;
   value: number;
 }
-
-/**
- * `sortie.telemetry.v1.Series` read by hand from its bytes, straight into a SeriesAnswer. Through
- * protobuf-es a Query answer of eight channels' 16,000 points cost this client ~44 ms of CPU: an object
- * per point and per Timestamp, a bigint per second, read by its reflective reader, then the answer made
- * from those. The client's descriptor declares Query's and Follow's series `bytes` (telemetry.ts), and
- * this reads them in one pass.
- *
- * It reads the encoding every protobuf writer produces for these fields (fields by their own wire
- * types, packed doubles, one-byte tags, times after 1970) and answers undefined on anything else:
- * unknown fields, a Timestamp given twice in one point, a negative or huge varint, a truncated message,
- * a channel id that is not UTF-8.
- * The caller then decodes the same bytes with protobuf-es, which says what is wrong or merges what
- * protobuf allows; so the answer is the same either way (series-wire.test.ts holds that, for generated
- * series and for mangled bytes).
- */
-
-const TAG_CHANNEL_ID = 0x0a; // 1, LEN
-const TAG_POINTS = 0x12; // 2, LEN
-const TAG_RAW_POINTS = 0x18; // 3, VARINT
-const TAG_TIMES_US = 0x22; // 4, LEN (packed doubles)
-const TAG_VALUES = 0x2a; // 5, LEN (packed doubles)
-const TAG_POINT_TIMESTAMP = 0x0a; // SeriesPoint.timestamp = 1, LEN
-const TAG_POINT_VALUE = 0x11; // SeriesPoint.value = 2, I64
-const TAG_SECONDS = 0x08; // Timestamp.seconds = 1, VARINT
-const TAG_NANOS = 0x10; // Timestamp.nanos = 2, VARINT
 
 /** The longest varint read here: 7 bytes, 49 bits, exact as a double (seconds to the year 17 million). */
 const MAX_VARINT_BYTES = 7;
@@ -57,18 +47,18 @@ export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
   const values: number[] = [];
   while (r.at < bytes.length) {
     const tag = bytes[r.at++]!;
-    if (tag === TAG_POINTS) {
+    if (tag === SERIES_TAGS.points) {
       const end = r.lengthEnd();
       if (end < 0) return undefined;
       const point = readPoint(bytes, view, r, end);
       if (point === undefined) return undefined;
       points.push(point);
-    } else if (tag === TAG_TIMES_US || tag === TAG_VALUES) {
+    } else if (tag === SERIES_TAGS.timesUs || tag === SERIES_TAGS.values) {
       const end = r.lengthEnd();
       if (end < 0 || (end - r.at) % 8 !== 0) return undefined;
-      const into = tag === TAG_TIMES_US ? timesUs : values;
+      const into = tag === SERIES_TAGS.timesUs ? timesUs : values;
       for (; r.at < end; r.at += 8) into.push(view.getFloat64(r.at, true));
-    } else if (tag === TAG_CHANNEL_ID) {
+    } else if (tag === SERIES_TAGS.channelId) {
       const end = r.lengthEnd();
       if (end < 0) return undefined;
       try {
@@ -77,7 +67,7 @@ export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
         return undefined;
       }
       r.at = end;
-    } else if (tag === TAG_RAW_POINTS) {
+    } else if (tag === SERIES_TAGS.rawPoints) {
       rawPoints = r.varint();
       if (rawPoints < 0) return undefined;
     } else return undefined;
@@ -97,19 +87,19 @@ function readPoint(bytes: Uint8Array, view: DataView, r: Reader, end: number): P
   let value = 0;
   while (r.at < end) {
     const tag = bytes[r.at++]!;
-    if (tag === TAG_POINT_VALUE) {
+    if (tag === SERIES_TAGS.pointValue) {
       if (r.at + 8 > end) return undefined;
       value = view.getFloat64(r.at, true);
       r.at += 8;
-    } else if (tag === TAG_POINT_TIMESTAMP && !hasTimestamp) {
+    } else if (tag === SERIES_TAGS.pointTimestamp && !hasTimestamp) {
       const tsEnd = r.lengthEnd();
       if (tsEnd < 0 || tsEnd > end) return undefined;
       let seconds = 0;
       let nanos = 0;
       while (r.at < tsEnd) {
         const field = bytes[r.at++]!;
-        if (field === TAG_SECONDS) seconds = r.varint();
-        else if (field === TAG_NANOS) nanos = r.varint();
+        if (field === SERIES_TAGS.seconds) seconds = r.varint();
+        else if (field === SERIES_TAGS.nanos) nanos = r.varint();
         else return undefined;
         // Negative seconds or nanos are ten-byte varints (two's complement): protobuf-es reads those.
         if (seconds < 0 || nanos < 0 || nanos > 0x7fffffff || r.at > tsEnd) return undefined;

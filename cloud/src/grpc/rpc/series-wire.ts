@@ -1,3 +1,4 @@
+import { SERIES_TAGS } from '@sortie/contracts';
 import type { SeriesResult } from '../../telemetry/read.ts';
 import { nanosOfMicros, secondsOfMicros } from './timestamps.ts';
 import { varintLength, writeVarint } from './varint.ts';
@@ -7,18 +8,9 @@ import { varintLength, writeVarint } from './varint.ts';
  * QueryResponse.series as bytes, lazy-schema.ts). protobuf-es builds an object and a Timestamp object per
  * sample and writes them through its reflective writer: for eight channels' 16,000 samples that was
  * ~15 ms of the server's CPU per Query (docs/PERFORMANCE.md). The bytes are the ones protobuf-es writes
- * (tests compare them): fields in number order, proto3 defaults (+0, '', empty) left out.
+ * (tests compare them): fields in number order, proto3 defaults (+0, '', empty) left out. The tags are
+ * contracts' SERIES_TAGS, which the client reads by.
  */
-
-const TAG_CHANNEL_ID = 0x0a; // 1, LEN
-const TAG_POINTS = 0x12; // 2, LEN
-const TAG_RAW_POINTS = 0x18; // 3, VARINT
-const TAG_TIMES_US = 0x22; // 4, LEN (packed doubles)
-const TAG_VALUES = 0x2a; // 5, LEN (packed doubles)
-const TAG_POINT_TIMESTAMP = 0x0a; // SeriesPoint.timestamp = 1, LEN
-const TAG_POINT_VALUE = 0x11; // SeriesPoint.value = 2, I64
-const TAG_SECONDS = 0x08; // Timestamp.seconds = 1, VARINT
-const TAG_NANOS = 0x10; // Timestamp.nanos = 2, VARINT
 
 const utf8 = new TextEncoder();
 
@@ -43,7 +35,7 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   const view = new DataView(buf.buffer);
   let at = 0;
   if (id.length > 0) {
-    buf[at++] = TAG_CHANNEL_ID;
+    buf[at++] = SERIES_TAGS.channelId;
     at = writeVarint(buf, at, id.length);
     buf.set(id, at);
     at += id.length;
@@ -53,37 +45,37 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
       const seconds = secondsOfMicros(t);
       const nanos = nanosOfMicros(t, seconds);
       const ts = timestampLength(seconds, nanos);
-      buf[at++] = TAG_POINTS;
+      buf[at++] = SERIES_TAGS.points;
       at = writeVarint(buf, at, pointLength(ts, v));
-      buf[at++] = TAG_POINT_TIMESTAMP;
+      buf[at++] = SERIES_TAGS.pointTimestamp;
       at = writeVarint(buf, at, ts);
       if (seconds !== 0) {
-        buf[at++] = TAG_SECONDS;
+        buf[at++] = SERIES_TAGS.seconds;
         at = writeVarint(buf, at, seconds);
       }
       if (nanos !== 0) {
-        buf[at++] = TAG_NANOS;
+        buf[at++] = SERIES_TAGS.nanos;
         at = writeVarint(buf, at, nanos);
       }
       if (!Object.is(v, 0)) {
-        buf[at++] = TAG_POINT_VALUE;
+        buf[at++] = SERIES_TAGS.pointValue;
         view.setFloat64(at, v, true);
         at += 8;
       }
     }
   }
   if (series.rawPoints > 0) {
-    buf[at++] = TAG_RAW_POINTS;
+    buf[at++] = SERIES_TAGS.rawPoints;
     at = writeVarint(buf, at, series.rawPoints);
   }
   if (columns && packed > 0) {
-    buf[at++] = TAG_TIMES_US;
+    buf[at++] = SERIES_TAGS.timesUs;
     at = writeVarint(buf, at, packed);
     for (const { t } of samples) {
       view.setFloat64(at, t, true);
       at += 8;
     }
-    buf[at++] = TAG_VALUES;
+    buf[at++] = SERIES_TAGS.values;
     at = writeVarint(buf, at, packed);
     for (const { v } of samples) {
       view.setFloat64(at, v, true);
