@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { compressionBrotli, compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
-import { createGrpcTelemetryClient, queryAnswer } from '@sortie/client/node';
+import { authInterceptor, createGrpcTelemetryClient, createTelemetryClient, queryAnswer } from '@sortie/client/node';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { TelemetryService, type StreamSubmitRequestSchema, type SubmitRequestSchema, type TelemetryPointSchema } from '@sortie/contracts';
 import { sql } from 'kysely';
@@ -406,6 +406,10 @@ describe('Query', () => {
     // Sortie's client: series read from their bytes by hand, into the same answer the generated classes give.
     const sortie = createGrpcTelemetryClient({ grpcUrl: t.service.grpcUrl, apiKey: org.key });
     expect(await sortie.query(request)).toStrictEqual(queryAnswer(answers[1]!));
+    // A transport given as JSON keeps the generated descriptor (a Series is no base64 text).
+    const jsonTransport = createConnectTransport({ baseUrl: t.service.grpcUrl, httpVersion: '1.1', useBinaryFormat: false, interceptors: [authInterceptor(org.key)] });
+    const overJson = createTelemetryClient({ baseUrl: t.service.grpcUrl, transport: jsonTransport, json: true });
+    expect(await overJson.query(request)).toStrictEqual(queryAnswer(answers[1]!));
   });
 
   it('several channels in request order, budget default and clamping, a budget of 1', async () => {
