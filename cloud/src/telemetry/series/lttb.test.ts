@@ -1,5 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { lttb, lttbWithPins, type Sample } from './lttb.ts';
+import { lttbAt, lttbWithPinsAt, type Sample, type SampleColumns } from './lttb.ts';
+
+// The functions work on columns and answer positions; these read them as Sample arrays in and out, so
+// that a kept sample is the very object given.
+function columnsOf(points: readonly Sample[]): SampleColumns {
+  return { t: Float64Array.from(points, (p) => p.t), v: Float64Array.from(points, (p) => p.v) };
+}
+
+function lttb(points: readonly Sample[], threshold: number): Sample[] {
+  return [...lttbAt(columnsOf(points), Int32Array.from(points.keys()), threshold)].map((i) => points[i]!);
+}
+
+function lttbWithPins(points: readonly Sample[], pinned: readonly boolean[], threshold: number): Sample[] {
+  const flags = Uint8Array.from(points, (_, i) => (pinned[i] ? 1 : 0));
+  return [...lttbWithPinsAt(columnsOf(points), flags, points.length, threshold)].map((i) => points[i]!);
+}
 
 const series = (values: number[]): Sample[] => values.map((v, t) => ({ t, v }));
 

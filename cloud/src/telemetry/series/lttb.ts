@@ -15,16 +15,6 @@ export interface SampleColumns {
   v: Float64Array;
 }
 
-function columnsOf(points: readonly Sample[]): SampleColumns {
-  const t = new Float64Array(points.length);
-  const v = new Float64Array(points.length);
-  for (let i = 0; i < points.length; i++) {
-    t[i] = points[i]!.t;
-    v[i] = points[i]!.v;
-  }
-  return { t, v };
-}
-
 /**
  * Twice the area of the triangle of samples a and b and the point (cT, cV); only comparisons matter.
  * Times are shifted to a's to keep the products small.
@@ -36,19 +26,12 @@ function area(s: SampleColumns, a: number, b: number, cT: number, cV: number): n
 }
 
 /**
- * Largest-Triangle-Three-Buckets (Steinarsson, 2013): reduce `points` (time-ordered) to `threshold`
- * points, always keeping the first and the last, and from each of the `threshold - 2` equal-count
- * buckets between them the point forming the largest triangle with the previously kept point and the
- * average of the next bucket.
+ * Largest-Triangle-Three-Buckets (Steinarsson, 2013) over the samples of `s` at the positions `at` (in
+ * time order): reduce them to `threshold`, always keeping the first and the last, and from each of the
+ * `threshold - 2` equal-count buckets between them the sample forming the largest triangle with the
+ * previously kept one and the average of the next bucket. Answers the positions kept.
  */
-export function lttb(points: readonly Sample[], threshold: number): Sample[] {
-  if (threshold >= points.length) return points.slice();
-  const all = Int32Array.from(points.keys());
-  return [...lttbAt(columnsOf(points), all, threshold)].map((i) => points[i]!);
-}
-
-/** lttb over the samples of `s` at the positions `at` (in time order): the positions kept. */
-function lttbAt(s: SampleColumns, at: Int32Array, threshold: number): Int32Array {
+export function lttbAt(s: SampleColumns, at: Int32Array, threshold: number): Int32Array {
   const n = at.length;
   if (threshold >= n) return at;
   if (threshold <= 0) return new Int32Array(0);
@@ -99,14 +82,9 @@ function lttbAt(s: SampleColumns, at: Int32Array, threshold: number): Int32Array
  * point, and the last group with nothing kept after it keeps its last point, as plain LTTB does.
  *
  * When more points are pinned than `threshold`, not all pins can stay: the pinned points alone are
- * reduced with plain LTTB.
+ * reduced with plain LTTB. Over the first `n` samples of `s`, pinned where `pinned[i]` is 1; answers the
+ * positions kept, in order.
  */
-export function lttbWithPins(points: readonly Sample[], pinned: readonly boolean[], threshold: number): Sample[] {
-  const flags = Uint8Array.from(points, (_, i) => (pinned[i] ? 1 : 0));
-  return [...lttbWithPinsAt(columnsOf(points), flags, points.length, threshold)].map((i) => points[i]!);
-}
-
-/** lttbWithPins over the first `n` samples of `s`, pinned where `pinned[i]` is 1: the positions kept, in order. */
 export function lttbWithPinsAt(s: SampleColumns, pinned: Uint8Array, n: number, threshold: number): Int32Array {
   if (threshold >= n) return Int32Array.from({ length: n }, (_, i) => i);
   if (threshold <= 0) return new Int32Array(0);
