@@ -49,7 +49,6 @@ const pureTests = [
   'cloud/src/telemetry/series/lttb.test.ts',
   'cloud/src/telemetry/series/m4.test.ts',
   'cloud/src/telemetry/wide/point-decoder.test.ts',
-  'cloud/src/telemetry/ingest/point-wire.test.ts',
   'cloud/src/telemetry/wide/query-plan.test.ts',
   'cloud/src/telemetry/wide/rollups.test.ts',
   'cloud/src/telemetry/sql/sql-arrays.test.ts',

@@ -113,6 +113,32 @@ describe('Series read by hand', () => {
     expect(queryAnswer({ series: [early], totalRawPoints: 0n }).series[0]!.points[0]!.timestamp).toBe('1969-12-31T23:59:59.000000005Z');
   });
 
+  it('takes a Timestamp only as every writer writes it: anything else inside one goes to protobuf-es', () => {
+    // SeriesPoint { timestamp: <ts>, value: 2 } inside a Series.
+    const pointWith = (...ts: number[]) => Uint8Array.from([0x12, ts.length + 11, 0x0a, ts.length, ...ts, 0x11, 0, 0, 0, 0, 0, 0, 0, 0x40]);
+    const cases = {
+      unknownField: pointWith(0x08, 0x05, 0x18, 0x01),
+      secondsTwice: pointWith(0x08, 0x05, 0x08, 0x06),
+      zeroWritten: pointWith(0x08, 0x05, 0x10, 0x00),
+      overlongSeconds: pointWith(0x08, 0x85, 0x00),
+      secondsAsFixed64: pointWith(0x09, 1, 0, 0, 0, 0, 0, 0, 0),
+      nanosAbove32Bits: pointWith(0x10, 0x81, 0x80, 0x80, 0x80, 0x10),
+    };
+    for (const [name, bytes] of Object.entries(cases)) {
+      expect(readSeriesBytes(bytes), name).toBeUndefined();
+      let generated: unknown;
+      try {
+        generated = generatedAnswer(Uint8Array.from([0x0a, ...varint(bytes.length), ...bytes]));
+      } catch {
+        expect(() => queryAnswer({ series: [bytes], totalRawPoints: 0n }), name).toThrow();
+        continue;
+      }
+      expect(queryAnswer({ series: [bytes], totalRawPoints: 0n }).series[0], name).toStrictEqual(generated);
+    }
+    // Reordered fields are still what a writer may write, and are read by hand.
+    expect(readSeriesBytes(pointWith(0x10, 0x07, 0x08, 0x05))!.points[0]!.timestamp).toBe('1970-01-01T00:00:05.000000007Z');
+  });
+
   it('reads Follow updates the same way', () => {
     const s = seriesOf({ channelId: '3', points: [{ timestamp: { seconds: 1_700_000_000, nanos: 250_000_000 }, value: 1.5 }], rawPoints: 1, timesUs: [], values: [] });
     const update = create(FollowUpdateSchema, { reset: true, series: [s], dropped: 2n });

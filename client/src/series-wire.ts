@@ -1,4 +1,4 @@
-import { SERIES_TAGS } from '@sortie/contracts';
+import { PointWire, SERIES_TAGS } from '@sortie/contracts';
 import { timeText } from './time-text.ts';
 
 /**
@@ -6,7 +6,8 @@ import { timeText } from './time-text.ts';
  * protobuf-es, a Query answer of eight channels' 16,000 points cost bench:query's client 28–33 ms of CPU:
  * an object per point and per Timestamp, a bigint per second, read by its reflective reader, then the
  * answer made from those. The client's descriptor declares Query's and Follow's series `bytes`
- * (telemetry.ts), and this reads them in one pass, by contracts' SERIES_TAGS.
+ * (telemetry.ts), and this reads them in one pass, by contracts' SERIES_TAGS with contracts' PointWire
+ * (the reader the cloud's ingest walks points with).
  *
  * It reads the encoding every protobuf writer produces for these fields (fields by their own wire
  * types, packed doubles, one-byte tags, times after 1970) and answers undefined on anything else:
@@ -30,46 +31,42 @@ interface PointAnswer {
   value: number;
 }
 
-/** The longest varint read here: 7 bytes, 49 bits, exact as a double (seconds to the year 17 million). */
-const MAX_VARINT_BYTES = 7;
+/** Seconds are taken below 2^49 (the year 17 million): seven varint bytes at most. */
+const MAX_SECONDS = 2 ** 49;
 
 // Fatal, as protobuf-es refuses a string that is not UTF-8.
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A Series' answer from its encoded bytes, or undefined when they are not in the form read here. */
 export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
-  const r = new Reader(bytes);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const w = new PointWire(bytes);
   let channelId = '';
   let rawPoints = 0;
   const points: PointAnswer[] = [];
   const timesUs: number[] = [];
   const values: number[] = [];
-  while (r.at < bytes.length) {
-    const tag = bytes[r.at++]!;
+  while (w.pos < bytes.length) {
+    const tag = w.varint();
     if (tag === SERIES_TAGS.points) {
-      const end = r.lengthEnd();
-      if (end < 0) return undefined;
-      const point = readPoint(bytes, view, r, end);
+      if (!w.lengthDelimited()) return undefined;
+      const point = readPoint(w);
       if (point === undefined) return undefined;
       points.push(point);
     } else if (tag === SERIES_TAGS.timesUs || tag === SERIES_TAGS.values) {
-      const end = r.lengthEnd();
-      if (end < 0 || (end - r.at) % 8 !== 0) return undefined;
+      if (!w.lengthDelimited() || (w.stop - w.start) % 8 !== 0) return undefined;
       const into = tag === SERIES_TAGS.timesUs ? timesUs : values;
-      for (; r.at < end; r.at += 8) into.push(view.getFloat64(r.at, true));
+      for (w.pos = w.start; w.pos < w.stop; ) into.push(w.float64());
     } else if (tag === SERIES_TAGS.channelId) {
-      const end = r.lengthEnd();
-      if (end < 0) return undefined;
+      if (!w.lengthDelimited()) return undefined;
       try {
-        channelId = utf8.decode(bytes.subarray(r.at, end));
+        channelId = utf8.decode(bytes.subarray(w.start, w.stop));
       } catch {
         return undefined;
       }
-      r.at = end;
     } else if (tag === SERIES_TAGS.rawPoints) {
-      rawPoints = r.varint();
-      if (rawPoints < 0) return undefined;
+      rawPoints = w.varint();
+      // Negative counts are ten-byte varints (two's complement), read here as above 2^53.
+      if (rawPoints < 0 || rawPoints > Number.MAX_SAFE_INTEGER) return undefined;
     } else return undefined;
   }
   const answer: SeriesAnswer = { channelId, points, rawPoints };
@@ -80,61 +77,50 @@ export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
   return answer;
 }
 
-/** One SeriesPoint ending at `end`; undefined when it is not in the form read here. */
-function readPoint(bytes: Uint8Array, view: DataView, r: Reader, end: number): PointAnswer | undefined {
+/** The SeriesPoint between `w.start` and `w.stop`; undefined when it is not in the form read here. */
+function readPoint(w: PointWire): PointAnswer | undefined {
+  const stop = w.stop;
+  w.pos = w.start;
+  w.end = stop;
   let timestamp = '';
   let hasTimestamp = false;
   let value = 0;
-  while (r.at < end) {
-    const tag = bytes[r.at++]!;
+  while (w.pos < stop) {
+    const tag = w.varint();
     if (tag === SERIES_TAGS.pointValue) {
-      if (r.at + 8 > end) return undefined;
-      value = view.getFloat64(r.at, true);
-      r.at += 8;
+      if (w.pos + 8 > stop) return undefined;
+      value = w.float64();
     } else if (tag === SERIES_TAGS.pointTimestamp && !hasTimestamp) {
-      const tsEnd = r.lengthEnd();
-      if (tsEnd < 0 || tsEnd > end) return undefined;
-      let seconds = 0;
-      let nanos = 0;
-      while (r.at < tsEnd) {
-        const field = bytes[r.at++]!;
-        if (field === SERIES_TAGS.seconds) seconds = r.varint();
-        else if (field === SERIES_TAGS.nanos) nanos = r.varint();
-        else return undefined;
-        // Negative seconds or nanos are ten-byte varints (two's complement): protobuf-es reads those.
-        if (seconds < 0 || nanos < 0 || nanos > 0x7fffffff || r.at > tsEnd) return undefined;
-      }
-      timestamp = timeText(seconds, nanos);
+      // protobuf-es merges a Timestamp given twice field by field; that case is left to it.
+      if (!w.timestamp() || !canonicalTimestamp(w)) return undefined;
+      timestamp = timeText(w.seconds, w.nanos);
       hasTimestamp = true;
     } else return undefined;
   }
-  return r.at === end ? { timestamp, value } : undefined;
+  w.end = w.buf.length;
+  return { timestamp, value };
 }
 
-class Reader {
-  at = 0;
-  readonly bytes: Uint8Array;
-  constructor(bytes: Uint8Array) {
-    this.bytes = bytes;
-  }
+/**
+ * Whether the Timestamp `w.timestamp()` just read was written as every protobuf writer writes it: its
+ * non-zero fields once each as shortest varints, nothing else. PointWire skips fields it does not know
+ * and reads a field given twice as the last; only bytes exactly as long as that encoding of what was read
+ * can hold nothing more, so protobuf-es reads the same seconds and nanos from them. Times before 1970 are
+ * ten-byte varints and are left to protobuf-es too.
+ */
+function canonicalTimestamp(w: PointWire): boolean {
+  if (w.seconds < 0 || w.seconds >= MAX_SECONDS || w.nanos < 0) return false;
+  return w.stop - w.start === fieldLength(w.seconds) + fieldLength(w.nanos);
+}
 
-  /** An unsigned varint of at most MAX_VARINT_BYTES; -1 when longer or cut off. */
-  varint(): number {
-    let value = 0;
-    let scale = 1;
-    for (let n = 0; n < MAX_VARINT_BYTES && this.at < this.bytes.length; n++) {
-      const b = this.bytes[this.at++]!;
-      value += (b & 0x7f) * scale;
-      if (b < 0x80) return value;
-      scale *= 128;
-    }
-    return -1;
-  }
-
-  /** A length prefix, as where the field it prefixes ends; -1 when it runs past the bytes. */
-  lengthEnd(): number {
-    const length = this.varint();
-    if (length < 0 || this.at + length > this.bytes.length) return -1;
-    return this.at + length;
-  }
+/** Bytes of a varint field holding `n` below MAX_SECONDS (0 when `n` is 0: proto3 writes no field for it). */
+function fieldLength(n: number): number {
+  if (n === 0) return 0;
+  if (n < 2 ** 7) return 2;
+  if (n < 2 ** 14) return 3;
+  if (n < 2 ** 21) return 4;
+  if (n < 2 ** 28) return 5;
+  if (n < 2 ** 35) return 6;
+  if (n < 2 ** 42) return 7;
+  return 8;
 }

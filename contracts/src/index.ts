@@ -4,6 +4,7 @@ export * from './core/scopes.ts';
 export * from './http/index.ts';
 export * from './gen/index.ts';
 export * from './telemetry/bytes-fields.ts';
+export * from './telemetry/point-wire.ts';
 export * from './telemetry/series-tags.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';

@@ -1,7 +1,7 @@
 import type { TelemetryPoint } from '@sortie/contracts';
 import { ServiceError } from '../../platform/errors.ts';
 import type { PointSource } from '../ingest/sink.ts';
-import { MALFORMED, PointWire, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
+import { MALFORMED_POINT, PointWire, WIRE_LEN, WIRE_VARINT } from '@sortie/contracts';
 
 /**
  * The points of a mavlink-raw-v1 message, checked against the format's rules (proto/…/telemetry.proto):
@@ -47,10 +47,10 @@ function visitDecoded(point: TelemetryPoint, locate: (index: number) => string, 
   visit(point.type.value, 0, point.type.value.length, receivedUs, seq, i);
 }
 
-// Protobuf wire reading (point-wire.ts), just the fields the format needs.
+// Protobuf wire reading (contracts' PointWire), just the fields the format needs.
 
 function malformed(locate: (index: number) => string, index: number): ServiceError {
-  return invalid(locate, index, MALFORMED);
+  return invalid(locate, index, MALFORMED_POINT);
 }
 
 const NO_BYTES = new Uint8Array(0);

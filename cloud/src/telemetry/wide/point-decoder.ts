@@ -1,12 +1,12 @@
 import { ServiceError } from '../../platform/errors.ts';
 import type { PointValueCase } from './point-values.ts';
-import { MALFORMED, PointWire, TWO_32, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from '../ingest/point-wire.ts';
+import { MALFORMED_POINT, PointWire, TWO_32, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from '@sortie/contracts';
 import { timestampMicros, type Locate, type ValueExtra, type WideBatchBuilder } from './wide-batch.ts';
 
 /**
  * TelemetryPoint wire decoding straight into a WideBatchBuilder. Binary gRPC requests reach the
  * handlers with `batch` and `point` still encoded (see grpc/lazy-schema.ts); walking the bytes here
- * (point-wire.ts), without a message object per point and per timestamp, is what keeps a 1,000-row ×
+ * (contracts' PointWire), without a message object per point and per timestamp, is what keeps a 1,000-row ×
  * 8-channel batch at a fraction of a millisecond.
  */
 
@@ -29,7 +29,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 // Unlocated: the wide path has always answered a malformed point without naming it.
 function malformed(): ServiceError {
-  return new ServiceError('invalid_request', MALFORMED);
+  return new ServiceError('invalid_request', MALFORMED_POINT);
 }
 
 function signed64(lo: number, hi: number): { num: number; big: bigint | undefined } {

@@ -1,12 +1,14 @@
 /**
- * The one reader of TelemetryPoint / PointBatch protobuf wire bytes (field numbers follow
- * proto/sortie/telemetry/v1/telemetry.proto). Binary gRPC requests reach the sinks with points still
- * encoded (see grpc/lazy-schema.ts); the wide decoder (point-decoder.ts) and the narrow frame reader
- * (narrow/frame-points.ts) both walk them with this, without a message object per point or timestamp.
+ * The one reader of Sortie's protobuf wire bytes by hand (field numbers follow
+ * proto/sortie/telemetry/v1/telemetry.proto). In the cloud, binary gRPC requests reach the sinks with
+ * their points still encoded (see grpc/rpc/lazy-schema.ts), and the wide decoder (point-decoder.ts) and
+ * the narrow frame reader (narrow/frame-points.ts) walk TelemetryPoint / PointBatch with this, without a
+ * message object per point or timestamp. In the client, Query and Follow answers arrive with their
+ * Series encoded, and client/src/series-wire.ts reads them with the same reader.
  *
  * Hot path: results land in fields of the reader (`lo`/`hi`, `start`/`stop`, `seconds`/`nanos`) rather
- * than in returned objects, and failures are reported as -1 / false rather than thrown, because the two
- * callers word and locate "malformed" differently (MALFORMED is the shared wording).
+ * than in returned objects, and failures are reported as -1 / false rather than thrown, because the
+ * callers word and locate "malformed" differently (MALFORMED_POINT is the cloud's shared wording).
  */
 
 export const WIRE_VARINT = 0;
@@ -22,7 +24,7 @@ const TAG_NANOS = 0x10;
 
 export const TWO_32 = 4294967296;
 
-export const MALFORMED = 'malformed TelemetryPoint encoding';
+export const MALFORMED_POINT = 'malformed TelemetryPoint encoding';
 
 export class PointWire {
   buf: Uint8Array;

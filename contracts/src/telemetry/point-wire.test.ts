@@ -1,5 +1,5 @@
 import { create, toBinary } from '@bufbuild/protobuf';
-import { PointBatchSchema, TelemetryPointSchema } from '@sortie/contracts';
+import { PointBatchSchema, TelemetryPointSchema } from '../gen/sortie/telemetry/v1/telemetry_pb.ts';
 import { describe, expect, it } from 'vitest';
 import { PointWire, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_VARINT } from './point-wire.ts';
 
