@@ -31,6 +31,12 @@ export function startFlags(): string[] {
   return words.slice(1, main);
 }
 
+/** RFC 3339 text of a time in µs since the epoch, to the microsecond (toISOString stops at the millisecond). */
+export function isoMicros(us: number): string {
+  const ms = Math.floor(us / 1000);
+  return `${new Date(ms).toISOString().slice(0, 23)}${String(us - ms * 1000).padStart(3, '0')}Z`;
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

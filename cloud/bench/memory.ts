@@ -20,7 +20,7 @@ import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import { HEAP_GROWING_PERCENT } from '../src/platform/heap.ts';
 import { fixtureFrames } from '../src/telemetry/narrow/fixture-frames.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { api, BENCH_START_US, createOrgAndKey, registerWideDataset, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
+import { api, BENCH_START_US, createOrgAndKey, isoMicros, registerWideDataset, startFlags, startServerProcess, type BenchServer } from './bench-env.ts';
 import { encodeBatchFrame, encodeHeaderFrame, grpcFrame, openStreamSubmit, type BenchRows } from './grpc-wire.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 75);
@@ -103,7 +103,8 @@ async function httpAppendLoad(server: BenchServer, apiKey: string, experimentId:
         const rows = Array.from({ length: HTTP_ROWS }, (_, r) => {
           const values: Record<string, number> = {};
           for (let c = 0; c < CHANNELS; c++) values[`ch_${c}`] = Math.sin((base + r) / 500 + c) * 100;
-          return { timestamp: new Date((START_US + (base + r) * 50) / 1000).toISOString(), values };
+          // To the microsecond: rows are 50 µs apart, and millisecond text would make twenty rows one.
+          return { timestamp: isoMicros(START_US + (base + r) * 50), values };
         });
         const response = await fetch(`${server.httpUrl}/api/datasets/append`, {
           method: 'POST',

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { arrayLiteral, binaryArrays, float8Text, numberArrayLiteral } from '../src/telemetry/sql/sql-arrays.ts';
 import { createTestDatabase } from '../src/testing/test-database.ts';
-import { ownCpuMs, postgresCpuMs } from './bench-env.ts';
+import { isoMicros, ownCpuMs, postgresCpuMs } from './bench-env.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CHANNELS = 8;
@@ -26,11 +26,6 @@ function batch() {
   return { times, values };
 }
 type Batch = ReturnType<typeof batch>;
-
-function isoMicros(us: number): string {
-  const ms = Math.floor(us / 1000);
-  return `${new Date(ms).toISOString().slice(0, 23)}${String(us - ms * 1000).padStart(3, '0')}Z`;
-}
 
 /** COPY … FROM STDIN as a node-postgres "submittable": the driver hands us the connection on CopyInResponse. */
 class CopyIn {
