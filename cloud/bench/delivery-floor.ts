@@ -25,15 +25,28 @@ export interface FloorOptions {
   /** Jobs pulled, POSTed and recorded together, per worker. */
   batch: number;
   workers: number;
+  /**
+   * Where the jobs come from. Without it, outbox rows are written in bulk (250 to a statement) and
+   * published from here: no dispatch requests at all. With it, this is called once the stream exists
+   * and is to make `count` jobs appear on `deliveryFloorSubject(namespace)` (bench:dispatch sends the
+   * dispatches to the fanned-out dispatch floor, which writes and publishes them).
+   */
+  feed?: () => Promise<void>;
+}
+
+/** The subject the floor's jobs are published on. */
+export function deliveryFloorSubject(namespace: string): string {
+  return `${namespace}.floor`;
 }
 
 export async function runDeliveryFloor(o: FloorOptions): Promise<{ delivered: number; seconds: number }> {
-  await sql`create table floor_jobs (like delivery_jobs including all)`.execute(o.db);
-  await sql`create table floor_attempts (like delivery_attempts including all)`.execute(o.db);
+  // The fanned-out dispatch floor (dispatch-floor.ts) may have made them already.
+  await sql`create table if not exists floor_jobs (like delivery_jobs including all)`.execute(o.db);
+  await sql`create table if not exists floor_attempts (like delivery_attempts including all)`.execute(o.db);
   const nc = await connect({ servers: o.natsUrl });
   const jsm = await jetstreamManager(nc);
   const stream = `${o.namespace.toUpperCase()}_FLOOR`;
-  const subject = `${o.namespace}.floor`;
+  const subject = deliveryFloorSubject(o.namespace);
   await jsm.streams.add({ name: stream, subjects: [subject], retention: RetentionPolicy.Workqueue, storage: StorageType.File, duplicate_window: nanos(600_000) });
   await jsm.consumers.add(stream, { durable_name: 'floor', ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All });
   const js = jetstream(nc);
@@ -44,7 +57,7 @@ export async function runDeliveryFloor(o: FloorOptions): Promise<{ delivered: nu
   let finished: number | undefined;
   const started = performance.now();
   try {
-    const publisher = (async () => {
+    const publisher = o.feed ? o.feed() : (async () => {
       for (let i = 0; i < ids.length; i += 250) {
         const slice = ids.slice(i, i + 250);
         await sql`
@@ -91,7 +104,7 @@ export async function runDeliveryFloor(o: FloorOptions): Promise<{ delivered: nu
   } finally {
     await jsm.streams.delete(stream).catch(() => {});
     await nc.close();
-    await sql`drop table floor_attempts`.execute(o.db);
-    await sql`drop table floor_jobs`.execute(o.db);
+    await sql`drop table if exists floor_attempts`.execute(o.db);
+    await sql`drop table if exists floor_jobs`.execute(o.db);
   }
 }

@@ -27,13 +27,25 @@ export async function startDispatchFloor(o: {
   organizationId: string;
   /** Logged commands (in `commands`) whose copies the floor dispatches. */
   commandIds: string[];
+  /**
+   * Fanned out: each dispatch writes an outbox row per endpoint and publishes them to `subject`, for
+   * runDeliveryFloor to deliver (which then owns floor_jobs and floor_attempts), instead of POSTing.
+   */
+  fanOut?: { endpointIds: string[]; natsUrl: string; subject: string };
 }): Promise<DispatchFloor> {
   await sql`create table floor_commands (like commands including all)`.execute(o.db);
-  await sql`create table floor_jobs (like delivery_jobs including all)`.execute(o.db);
-  await sql`create table floor_attempts (like delivery_attempts including all)`.execute(o.db);
+  await sql`create table if not exists floor_jobs (like delivery_jobs including all)`.execute(o.db);
+  await sql`create table if not exists floor_attempts (like delivery_attempts including all)`.execute(o.db);
   await sql`insert into floor_commands select * from commands where id = any(${o.commandIds}::uuid[])`.execute(o.db);
   const child = spawn(process.execPath, [...startFlags(), SERVICE], {
-    env: { ...process.env, FLOOR_DATABASE_URL: o.databaseUrl, FLOOR_RECEIVER_URL: o.receiverUrl, FLOOR_CA_FILE: o.caFile, FLOOR_ORG: o.organizationId },
+    env: {
+      ...process.env,
+      FLOOR_DATABASE_URL: o.databaseUrl,
+      FLOOR_RECEIVER_URL: o.receiverUrl,
+      FLOOR_CA_FILE: o.caFile,
+      FLOOR_ORG: o.organizationId,
+      ...(o.fanOut && { FLOOR_ENDPOINTS: o.fanOut.endpointIds.join(','), FLOOR_NATS_URL: o.fanOut.natsUrl, FLOOR_SUBJECT: o.fanOut.subject }),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -52,7 +64,7 @@ export async function startDispatchFloor(o: {
     async close() {
       child.kill('SIGTERM');
       await exited;
-      await sql`drop table floor_attempts, floor_jobs, floor_commands`.execute(o.db);
+      await sql`drop table if exists floor_attempts, floor_jobs, floor_commands`.execute(o.db);
     },
   };
 }
