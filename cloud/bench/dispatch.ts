@@ -392,8 +392,7 @@ try {
   const before3 = received;
   const baselinePerSecond = await postLoop(32, BASELINE_SECONDS);
   const cpuPerPost = await cpu3.per(received - before3);
-  const cpu4 = await startMeasuring();
-  const floor = await runDeliveryFloor({
+  const deliveryFloor = {
     db,
     natsUrl: TEST_NATS_URL,
     namespace,
@@ -403,7 +402,9 @@ try {
     count: expected,
     batch: FLOOR_BATCH,
     workers: FLOOR_WORKERS,
-  });
+  };
+  const cpu4 = await startMeasuring();
+  const floor = await runDeliveryFloor(deliveryFloor);
   const cpuPerFloorDelivery = await cpu4.per(floor.delivered);
   const floorPerSecond = floor.delivered / floor.seconds;
 
@@ -427,15 +428,7 @@ try {
   const cpu5 = await startMeasuring({ pid: fanFloor.pid, countsStatements: false });
   let nextFloorDispatch = 0;
   const phaseFloor = await runDeliveryFloor({
-    db,
-    natsUrl: TEST_NATS_URL,
-    namespace,
-    url: `https://127.0.0.1:${receiverPort}/baseline`,
-    dispatcher: baselineAgent,
-    body: sampleBody,
-    count: expected,
-    batch: FLOOR_BATCH,
-    workers: FLOOR_WORKERS,
+    ...deliveryFloor,
     feed: async () => {
       await Promise.all(
         Array.from({ length: DISPATCH_CONCURRENCY }, async () => {
