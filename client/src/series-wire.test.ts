@@ -11,7 +11,7 @@ const nanos = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 999 }).map((n) 
 const value = fc.oneof(fc.double(), fc.constant(0), fc.constant(-0), fc.constant(Number.NaN), fc.constant(Number.POSITIVE_INFINITY));
 const point = fc.record({ timestamp: fc.option(fc.record({ seconds, nanos }), { nil: undefined, freq: 10 }), value });
 const series = fc.record({
-  channelId: fc.string(),
+  channelId: fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constant('\uFEFFbom')),
   points: fc.array(point, { maxLength: 40 }),
   rawPoints: fc.nat(),
   timesUs: fc.array(fc.double(), { maxLength: 20 }),
@@ -137,6 +137,30 @@ describe('Series read by hand', () => {
     }
     // Reordered fields are still what a writer may write, and are read by hand.
     expect(readSeriesBytes(pointWith(0x10, 0x07, 0x08, 0x05))!.points[0]!.timestamp).toBe('1970-01-01T00:00:05.000000007Z');
+  });
+
+  it('leaves to protobuf-es tags longer than a byte, which it refuses above five, and keeps a byte-order mark', () => {
+    const longTags = [
+      Uint8Array.of(0x98, 0x80, 0x80, 0x80, 0x80, 0x00, 0x05), // raw_points, six-byte tag
+      Uint8Array.of(0x92, 0x80, 0x80, 0x80, 0x80, 0x00, 0x00), // points
+      Uint8Array.of(0x8a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01, 0x61), // channel_id, ten bytes
+      Uint8Array.of(0x98, 0x00, 0x05), // a two-byte tag protobuf-es takes
+      Uint8Array.of(0x12, 0x0b, 0x91, 0x80, 0x80, 0x80, 0x80, 0x00, 0, 0, 0, 0, 0), // a point's value, six-byte tag
+    ];
+    for (const bytes of longTags) {
+      expect(readSeriesBytes(bytes)).toBeUndefined();
+      let generated: unknown;
+      try {
+        generated = generatedAnswer(Uint8Array.from([0x0a, ...varint(bytes.length), ...bytes]));
+      } catch {
+        expect(() => queryAnswer({ series: [bytes], totalRawPoints: 0n })).toThrow();
+        continue;
+      }
+      expect(queryAnswer({ series: [bytes], totalRawPoints: 0n }).series[0]).toStrictEqual(generated);
+    }
+    const bom = toBinary(SeriesSchema, create(SeriesSchema, { channelId: '\uFEFFa' }));
+    expect(readSeriesBytes(bom)!.channelId).toBe('\uFEFFa');
+    expect(readSeriesBytes(bom)).toStrictEqual(generatedAnswer(encodedQuery(fromBinary(SeriesSchema, bom))));
   });
 
   it('reads Follow updates the same way', () => {

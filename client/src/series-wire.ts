@@ -11,6 +11,7 @@ import { timeText } from './time-text.ts';
  *
  * It reads the encoding every protobuf writer produces for these fields (fields by their own wire
  * types, packed doubles, one-byte tags, times after 1970) and answers undefined on anything else:
+ * a longer tag (protobuf-es refuses tags over five bytes, so a varint reader would take what it refuses),
  * unknown fields, a Timestamp given twice in one point, a negative or huge varint, a truncated message,
  * a channel id that is not UTF-8. The caller then decodes the same bytes with protobuf-es, which says
  * what is wrong or merges what protobuf allows; so the answer is the same either way
@@ -31,11 +32,11 @@ interface PointAnswer {
   value: number;
 }
 
-/** Seconds are taken below 2^49 (the year 17 million): seven varint bytes at most. */
+/** Seconds are taken below 2^49: seven varint bytes at most, exact as doubles (Date fails far below it, on both paths alike). */
 const MAX_SECONDS = 2 ** 49;
 
-// Fatal, as protobuf-es refuses a string that is not UTF-8.
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// Fatal, as protobuf-es refuses a string that is not UTF-8; a leading byte-order mark kept, as it keeps it.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A Series' answer from its encoded bytes, or undefined when they are not in the form read here. */
 export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
@@ -46,7 +47,8 @@ export function readSeriesBytes(bytes: Uint8Array): SeriesAnswer | undefined {
   const timesUs: number[] = [];
   const values: number[] = [];
   while (w.pos < bytes.length) {
-    const tag = w.varint();
+    // One byte: every Series tag is below 0x80, and a longer one goes to protobuf-es.
+    const tag = bytes[w.pos++]!;
     if (tag === SERIES_TAGS.points) {
       if (!w.lengthDelimited()) return undefined;
       const point = readPoint(w);
@@ -86,7 +88,7 @@ function readPoint(w: PointWire): PointAnswer | undefined {
   let hasTimestamp = false;
   let value = 0;
   while (w.pos < stop) {
-    const tag = w.varint();
+    const tag = w.buf[w.pos++]!;
     if (tag === SERIES_TAGS.pointValue) {
       if (w.pos + 8 > stop) return undefined;
       value = w.float64();
@@ -105,8 +107,9 @@ function readPoint(w: PointWire): PointAnswer | undefined {
  * Whether the Timestamp `w.timestamp()` just read was written as every protobuf writer writes it: its
  * non-zero fields once each as shortest varints, nothing else. PointWire skips fields it does not know
  * and reads a field given twice as the last; only bytes exactly as long as that encoding of what was read
- * can hold nothing more, so protobuf-es reads the same seconds and nanos from them. Times before 1970 are
- * ten-byte varints and are left to protobuf-es too.
+ * can hold nothing more, so protobuf-es reads the same seconds and nanos from them. (A five-byte nanos
+ * may carry bits above 32, which both readers drop alike.) Times before 1970 are ten-byte varints and are
+ * left to protobuf-es too.
  */
 function canonicalTimestamp(w: PointWire): boolean {
   if (w.seconds < 0 || w.seconds >= MAX_SECONDS || w.nanos < 0) return false;

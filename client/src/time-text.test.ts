@@ -30,4 +30,10 @@ describe('timeText', () => {
     expect(timeText(0, 10_020_003)).toBe('1970-01-01T00:00:00.010020003Z');
     expect(timeText(1_700_000_000, 0)).toBe('2023-11-14T22:13:20Z');
   });
+
+  it('writes nanos outside a Timestamp\'s range as their digits, not from the table', () => {
+    // No valid text exists (protobuf-es refuses these); what matters is that both client paths agree.
+    expect(timeText(0, 1_000_000_000)).toBe('1970-01-01T00:00:00.1000000000Z');
+    expect(timeText(0, -5)).toBe('1970-01-01T00:00:00.0000000-5Z');
+  });
 });

@@ -16,13 +16,15 @@ export function timestampText(t: Pick<Timestamp, 'seconds' | 'nanos'>): string {
   return timeText(Number(t.seconds), t.nanos);
 }
 
-/** timestampText of a time given as its seconds and nanoseconds (0 ≤ nanos < 10⁹). */
+/** timestampText of a time given as its seconds and nanoseconds. */
 export function timeText(seconds: number, nanos: number): string {
   if (seconds !== lastSeconds) {
     lastHead = new Date(seconds * 1000).toISOString().slice(0, 19);
     lastSeconds = seconds;
   }
   if (nanos === 0) return `${lastHead}Z`;
+  // Outside a Timestamp's range (protobuf-es's JSON writer refuses it): the digits as they are.
+  if (!(nanos > 0 && nanos < 1_000_000_000 && Number.isInteger(nanos))) return `${lastHead}.${String(nanos).padStart(9, '0')}Z`;
   const ms = Math.floor(nanos / 1_000_000);
   const rest = nanos - ms * 1_000_000;
   if (rest === 0) return `${lastHead}.${DIGITS[ms]}Z`;

@@ -34,6 +34,9 @@ export interface FloorOptions {
   feed?: () => Promise<void>;
 }
 
+/** How long the floor may take before it is taken as stuck (the cloud's phase waits as long). */
+const DEADLINE_MS = 120_000;
+
 /** The subject the floor's jobs are published on. */
 export function deliveryFloorSubject(namespace: string): string {
   return `${namespace}.floor`;
@@ -67,8 +70,14 @@ export async function runDeliveryFloor(o: FloorOptions): Promise<{ delivered: nu
         await Promise.all(slice.map((id) => js.publish(subject, JSON.stringify({ jobId: id }), { msgID: id })));
       }
     })();
+    // A feed that failed, or jobs that never come (a publish lost in the fanned-out floor), end the run
+    // with an error rather than leaving the workers pulling.
+    let fed = true;
+    void Promise.resolve(publisher).catch(() => (fed = false));
+    const deadline = performance.now() + DEADLINE_MS;
     const worker = async () => {
-      while (done < o.count) {
+      while (done < o.count && fed) {
+        if (performance.now() > deadline) throw new Error(`delivery floor: ${done} of ${o.count} jobs delivered in ${DEADLINE_MS / 1000} s`);
         const msgs = [];
         try {
           const batch = await consumer.fetch({ max_messages: o.batch, expires: 1000 });

@@ -31,7 +31,8 @@ if (endpoints && (!FLOOR_NATS_URL || !FLOOR_SUBJECT)) throw new Error('dispatch 
 const nc = endpoints ? await connect({ servers: FLOOR_NATS_URL }) : undefined;
 const js = nc ? jetstream(nc) : undefined;
 
-const pool = new pg.Pool({ connectionString: FLOOR_DATABASE_URL, max: 10 });
+// As many connections as the cloud's pool: a fanned-out phase keeps 16 dispatches in flight.
+const pool = new pg.Pool({ connectionString: FLOOR_DATABASE_URL, max: 20 });
 const agent = new Agent({ connect: { ca: readFileSync(FLOOR_CA_FILE, 'utf8') }, connections: 64 });
 
 const DISPATCH = `

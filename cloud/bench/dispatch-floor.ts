@@ -1,6 +1,6 @@
 /**
- * The dispatch floor for bench:dispatch's latency phase: dispatch-floor-service.ts in a process of its
- * own, over copies of the commands, delivery_jobs and delivery_attempts tables (their indexes, no
+ * The dispatch floor for bench:dispatch's latency phase, and fanned out for its throughput phase (where
+ * runDeliveryFloor delivers what it publishes): dispatch-floor-service.ts in a process of its own, over copies of the commands, delivery_jobs and delivery_attempts tables (their indexes, no
  * foreign keys), holding copies of the commands it is to dispatch. The bench drives it at the same
  * rate as the cloud and reads every party's CPU around it, so the cloud's CPU per dispatch has a
  * same-run floor: what this machine, today, charges for the least any dispatch service does.
