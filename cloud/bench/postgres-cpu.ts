@@ -50,14 +50,42 @@ function read(path: string): string {
   }
 }
 
-/** The postmaster: the PostgreSQL server process (its children are the backends and helpers). */
-function findPostmaster(): number {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const argv = read(`/proc/${entry}/cmdline`).split('\0');
-    if (/(^|\/)postgres$/.test(argv[0]!) && argv.includes('-D')) return Number(entry);
-  }
-  throw new Error('no PostgreSQL postmaster on this machine (is the database remote?)');
+/** What findPostmaster reads of /proc (a parameter so a test can give it a machine of its own). */
+export interface ProcReader {
+  pids(): string[];
+  read(path: string): string;
+}
+
+const procfs: ProcReader = {
+  pids: () => readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)),
+  read,
+};
+
+/**
+ * The postmaster serving `database`: the PostgreSQL server process whose children are its backends. A
+ * machine may run more than one cluster (CI leaves a TimescaleDB cluster on port 5433), and /proc lists
+ * pids as text ("18948" before "2241"), so the first postmaster found may be the wrong one; the one with a
+ * backend of the database is taken, else the first.
+ */
+export function findPostmaster(database: string, proc: ProcReader = procfs): number {
+  const postmasters = proc.pids().filter((pid) => {
+    const argv = proc.read(`/proc/${pid}/cmdline`).split('\0');
+    return /(^|\/)postgres$/.test(argv[0]!) && argv.includes('-D');
+  });
+  if (postmasters.length === 0) throw new Error('no PostgreSQL postmaster on this machine (is the database remote?)');
+  const serving = postmasters.find((pid) =>
+    proc
+      .read(`/proc/${pid}/task/${pid}/children`)
+      .split(' ')
+      .some((child) => child !== '' && namesDatabase(proc.read(`/proc/${child}/cmdline`), database)),
+  );
+  return Number(serving ?? postmasters[0]);
+}
+
+/** Whether a backend's title names `database`: "postgres: [cluster: ]<user> <database> <client> <state>" or "… autovacuum worker <database>". */
+function namesDatabase(cmdline: string, database: string): boolean {
+  const line = cmdline.replace(/\0/g, ' ');
+  return line.includes(` ${database} `) || line.trimEnd().endsWith(` ${database}`);
 }
 
 function uptimeTicks(): number {
@@ -74,7 +102,7 @@ export interface PostgresCpu {
 export class PostgresCpuMeter {
   readonly #database: string;
   readonly #intervalMs: number;
-  readonly #postmaster = findPostmaster();
+  readonly #postmaster: number;
   #startTicks = 0;
   /** `pid@startTicks` → CPU at the phase's start (0 for a backend started since) and as last seen; null: not ours. */
   #backends = new Map<string, { base: number; last: number } | null>();
@@ -83,6 +111,7 @@ export class PostgresCpuMeter {
 
   constructor(database: string, intervalMs = 500) {
     this.#database = database;
+    this.#postmaster = findPostmaster(database);
     this.#intervalMs = intervalMs;
   }
 
@@ -91,9 +120,7 @@ export class PostgresCpuMeter {
   }
 
   #isOurs(pid: string): boolean {
-    // "postgres: [cluster: ]<user> <database> <client> <state>" or "postgres: [cluster: ]autovacuum worker <database>".
-    const line = read(`/proc/${pid}/cmdline`).replace(/\0/g, ' ');
-    return line.includes(` ${this.#database} `) || line.trimEnd().endsWith(` ${this.#database}`);
+    return namesDatabase(read(`/proc/${pid}/cmdline`), this.#database);
   }
 
   #sample(): void {
