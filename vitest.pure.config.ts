@@ -34,7 +34,6 @@ const pureTests = [
   'cloud/src/grpc/rpc/errors.test.ts',
   'cloud/src/grpc/rpc/lazy-schema.test.ts',
   'cloud/src/grpc/rpc/series-wire.test.ts',
-  'cloud/src/grpc/rpc/varint.test.ts',
   'cloud/src/api-docs/docs-page.test.ts',
   'cloud/src/telemetry/narrow/decode.test.ts',
   'cloud/src/telemetry/narrow/alignment.test.ts',

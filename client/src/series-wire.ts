@@ -1,4 +1,4 @@
-import { PointWire, SERIES_TAGS } from '@sortie/contracts';
+import { PointWire, SERIES_TAGS, timestampLength } from '@sortie/contracts';
 import { timeText } from './time-text.ts';
 
 /**
@@ -32,7 +32,7 @@ interface PointAnswer {
   value: number;
 }
 
-/** Seconds are taken below 2^49: seven varint bytes at most, exact as doubles (Date fails far below it, on both paths alike). */
+/** Seconds are taken below 2^49: exact as doubles (Date fails far below it, on both paths alike). */
 const MAX_SECONDS = 2 ** 49;
 
 // Fatal, as protobuf-es refuses a string that is not UTF-8; a leading byte-order mark kept, as it keeps it.
@@ -113,17 +113,5 @@ function readPoint(w: PointWire): PointAnswer | undefined {
  */
 function canonicalTimestamp(w: PointWire): boolean {
   if (w.seconds < 0 || w.seconds >= MAX_SECONDS || w.nanos < 0) return false;
-  return w.stop - w.start === fieldLength(w.seconds) + fieldLength(w.nanos);
-}
-
-/** Bytes of a varint field holding `n` below MAX_SECONDS (0 when `n` is 0: proto3 writes no field for it). */
-function fieldLength(n: number): number {
-  if (n === 0) return 0;
-  if (n < 2 ** 7) return 2;
-  if (n < 2 ** 14) return 3;
-  if (n < 2 ** 21) return 4;
-  if (n < 2 ** 28) return 5;
-  if (n < 2 ** 35) return 6;
-  if (n < 2 ** 42) return 7;
-  return 8;
+  return w.stop - w.start === timestampLength(w.seconds, w.nanos);
 }

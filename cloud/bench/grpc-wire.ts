@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { fromBinary } from '@bufbuild/protobuf';
 import { StreamSubmitResponseSchema, type StreamSubmitResponse } from '@sortie/contracts';
-import { varintLength, writeVarint } from '../src/grpc/rpc/varint.ts';
+import { varintLength, writeVarint } from '@sortie/contracts';
 
 /**
  * A minimal gRPC client for the benchmarks: StreamSubmit over node:http2 with hand-encoded messages.

@@ -32,7 +32,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { StreamSubmitRequestSchema } from '@sortie/contracts';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import { TelemetryService } from '@sortie/contracts';
+import { TelemetryService, varintLength, writeVarint } from '@sortie/contracts';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { BootSessions } from '../src/telemetry/narrow/boot-sessions.ts';
@@ -53,7 +53,6 @@ import type { SpoolAppendResult } from '@sortie/edge-agent/bench/spool-append';
 import { api, createOrgAndKey, freePort, measureServerLoad, ownCpuMs, postgresCpuMs, processCpuMs, startServerProcess } from './bench-env.ts';
 import type { BenchServer } from './bench-env.ts';
 import { allocBatchFrame, encodeHeaderFrame, filledFrame, openStreamSubmit, timestampLength, writeTimestampField } from './grpc-wire.ts';
-import { varintLength, writeVarint } from '../src/grpc/rpc/varint.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 25);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2);

@@ -6,6 +6,7 @@ export * from './gen/index.ts';
 export * from './telemetry/bytes-fields.ts';
 export * from './telemetry/point-wire.ts';
 export * from './telemetry/series-tags.ts';
+export * from './telemetry/varint.ts';
 export * from './tokens/index.ts';
 export * from './webhook/index.ts';
 // The dependency-free MAVLink parts only: the dialect (mavlink/dialect.ts) loads node-mavlink, which a

@@ -1,7 +1,6 @@
-import { SERIES_TAGS } from '@sortie/contracts';
+import { SERIES_TAGS, timestampLength, varintLength, writeVarint } from '@sortie/contracts';
 import type { SeriesResult } from '../../telemetry/read.ts';
 import { nanosOfMicros, secondsOfMicros } from './timestamps.ts';
-import { varintLength, writeVarint } from './varint.ts';
 
 /**
  * `sortie.telemetry.v1.Series` written by hand for binary Query answers (the lazy descriptor declares
@@ -84,10 +83,6 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   }
   if (at !== size) throw new Error(`a Series encoded to ${at} bytes where ${size} were counted`);
   return buf;
-}
-
-function timestampLength(seconds: number, nanos: number): number {
-  return (seconds !== 0 ? 1 + varintLength(seconds) : 0) + (nanos !== 0 ? 1 + varintLength(nanos) : 0);
 }
 
 /** A SeriesPoint's length, from its Timestamp's (always present, maybe empty) and its value, written unless +0 (-0 is written, as protobuf-es does). */

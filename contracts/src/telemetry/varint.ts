@@ -1,7 +1,8 @@
 /**
- * Protobuf varints written by hand, for the messages the server (series-wire.ts) and the benchmarks'
- * client (cloud/bench/grpc-wire.ts) encode without protobuf-es. Numbers, not bigints: every value these
- * writers meet is a safe integer.
+ * Protobuf varints by hand, for the messages encoded without protobuf-es (the cloud's Query answers,
+ * grpc/rpc/series-wire.ts; the benchmarks' client, cloud/bench/grpc-wire.ts) and for the client's check
+ * that a Timestamp it read by hand was written as protobuf writes it (client/src/series-wire.ts). Numbers,
+ * not bigints: every value these meet is a safe integer.
  */
 
 /** Bytes of the varint of a non-negative safe integer, or of a negative int64 (always 10). */
@@ -48,4 +49,12 @@ export function writeVarint(buf: Uint8Array, at: number, n: number): number {
   }
   buf[at++] = n;
   return at;
+}
+
+/**
+ * Bytes of a google.protobuf.Timestamp's payload as protobuf writes it: each non-zero field (seconds, then
+ * nanos) as a one-byte tag and its varint, a zero field left out (proto3).
+ */
+export function timestampLength(seconds: number, nanos: number): number {
+  return (seconds !== 0 ? 1 + varintLength(seconds) : 0) + (nanos !== 0 ? 1 + varintLength(nanos) : 0);
 }
