@@ -73,7 +73,7 @@ export async function runDeliveryFloor(o: FloorOptions): Promise<{ delivered: nu
     // A feed that failed, or jobs that never come (a publish lost in the fanned-out floor), end the run
     // with an error rather than leaving the workers pulling.
     let fed = true;
-    void Promise.resolve(publisher).catch(() => (fed = false));
+    void publisher.catch(() => (fed = false));
     const deadline = performance.now() + DEADLINE_MS;
     const worker = async () => {
       while (done < o.count && fed) {

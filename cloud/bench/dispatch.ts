@@ -43,6 +43,7 @@ import { Agent, Pool, request } from 'undici';
 import { issueApiKey } from '../src/auth/api-keys.ts';
 import { createOrganization } from '../src/auth/organizations.ts';
 import { writeCommandWebhooksEnabled } from '../src/commands/settings.ts';
+import { mapLimit } from '../src/platform/map-limit.ts';
 import { startChildCloudFixture } from '../src/testing/child-cloud-fixture.ts';
 import { RECEIVER_HOST } from '../src/testing/delivery-fixture.ts';
 import { TEST_NATS_URL } from '../src/testing/nats-server.ts';
@@ -178,6 +179,11 @@ async function timedPost(pool: Pool, path: string, body: unknown, headers: Recor
   await r.body.dump();
   if (r.statusCode !== 200) throw new Error(`POST ${path} answered ${r.statusCode}`);
   return now() - started;
+}
+
+/** Phase 2's way of dispatching, the cloud's and its floor's alike: DISPATCH_CONCURRENCY at once, in order. */
+function dispatchAll<R>(ids: readonly string[], send: (id: string) => Promise<R>): Promise<R[]> {
+  return mapLimit(ids, DISPATCH_CONCURRENCY, send);
 }
 
 function dispatch(key: string, commandId: string): Promise<number> {
@@ -350,12 +356,7 @@ try {
   const receivedBefore = received;
   const cpu2 = await startMeasuring();
   const start2 = now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: DISPATCH_CONCURRENCY }, async () => {
-      while (next < ids2.length) await dispatch(fanOrg.apiKey, ids2[next++]!);
-    }),
-  );
+  await dispatchAll(ids2, (id) => dispatch(fanOrg.apiKey, id));
   const dispatchedIn = (now() - start2) / 1000;
   await waitUntil(() => received - receivedBefore >= expected, 120_000);
   const deliveredIn = (now() - start2) / 1000;
@@ -426,25 +427,16 @@ try {
   const fanFloorApi = new Pool(`http://127.0.0.1:${fanFloor.port}`, { connections: 64 });
   // Warm, as the cloud is by phase 2: its connections opened, its statement prepared on them, its
   // handler compiled. Dispatches of unknown commands run the statement, move nothing and answer 409.
-  await Promise.all(
-    Array.from({ length: DISPATCH_CONCURRENCY }, async () => {
-      for (let i = 0; i < 20; i++) {
-        const r = await fanFloorApi.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ commandId: crypto.randomUUID() }) });
-        await r.body.dump();
-      }
-    }),
-  );
+  await dispatchAll(Array.from({ length: DISPATCH_CONCURRENCY * 20 }, () => crypto.randomUUID()), async (commandId) => {
+    const r = await fanFloorApi.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ commandId }) });
+    await r.body.dump();
+  });
   log(`phase 2, the dispatch floor fanned out: ${PHASE2_COMMANDS} dispatches × ${FANOUT} endpoints`);
   const cpu5 = await startMeasuring({ pid: fanFloor.pid, countsStatements: false });
-  let nextFloorDispatch = 0;
   const phaseFloor = await runDeliveryFloor({
     ...deliveryFloor,
     feed: async () => {
-      await Promise.all(
-        Array.from({ length: DISPATCH_CONCURRENCY }, async () => {
-          while (nextFloorDispatch < dispatchFloorIds.length) await timedPost(fanFloorApi, '/', { commandId: dispatchFloorIds[nextFloorDispatch++]! });
-        }),
-      );
+      await dispatchAll(dispatchFloorIds, (commandId) => timedPost(fanFloorApi, '/', { commandId }));
     },
   });
   const cpuPerPhaseFloorDelivery = await cpu5.per(phaseFloor.delivered);
