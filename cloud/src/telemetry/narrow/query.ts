@@ -5,7 +5,7 @@ import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
 import type { Sample } from '../series/lttb.ts';
-import { m4sFromPacked, type M4 } from '../series/m4.ts';
+import { M4Grid } from '../series/m4-grid.ts';
 import { float8ArrayFromBinary } from '../sql/sql-arrays.ts';
 import { packedM4Sql } from '../sql/packed-m4.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
@@ -77,7 +77,7 @@ export async function queryNarrow(db: Executor, query: NarrowQuery): Promise<Ser
     // One pass over the signal's rows answers the long read (M4 per bucket, counts included); only
     // when everything fits the budget is a second pass made, for every sample.
     const buckets = await m4Buckets(db, query, source, shifts);
-    const count = buckets.reduce((n, b) => n + b.count, 0);
+    const count = buckets.total();
     if (count <= query.maxPoints) return { channelId: name, samples: await rawSamples(db, query, source, shifts), rawPoints: count };
     return { channelId: name, samples: samplesFromBuckets(buckets, query.maxPoints), rawPoints: count };
   });
@@ -124,9 +124,9 @@ async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource
  * buckets split the series' aligned extent within the range evenly, as planQuery does for raw rows.
  * The rows are the message table's rows that hold the signal; the range is tested on aligned time.
  * Each extreme is a (value, time) pair compared as an array; the buckets come back packed, one binary
- * float8 array in bucket order (series/m4.ts `m4sFromPacked`), not a row of floats per bucket.
+ * float8 array in bucket order (series/m4-grid.ts `mergePacked`), not a row of floats per bucket.
  */
-async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4[]> {
+async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<M4Grid> {
   const buckets = bucketsForBudget(query.maxPoints);
   const result = await sql<{ buckets: Uint8Array | null }>`
     with r as materialized (${alignedRows(query, source, shifts)}),
@@ -136,8 +136,10 @@ async function m4Buckets(db: Executor, query: NarrowQuery, source: SignalSource,
           from r, w group by k)
     select ${packedM4Sql('k')} as buckets
     from b`.execute(db);
+  const grid = new M4Grid(buckets);
   const packed = result.rows[0]?.buckets;
-  return packed ? m4sFromPacked(float8ArrayFromBinary(packed)) : [];
+  if (packed) grid.mergePacked(float8ArrayFromBinary(packed));
+  return grid;
 }
 
 /** Rows of one message table as live followers read them: the frame's sequence, aligned time, and values. */

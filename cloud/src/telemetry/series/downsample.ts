@@ -1,8 +1,11 @@
 import { lttbWithPinsAt, type Sample } from './lttb.ts';
-import { compareF8, type M4 } from './m4.ts';
+import { compareF8 } from './m4.ts';
+import { M4_FIELD, M4_FIELDS, type M4Grid } from './m4-grid.ts';
+
+const { COUNT, MIN_V, MIN_T, MAX_V, MAX_T, FIRST_T, FIRST_V, LAST_T, LAST_V } = M4_FIELD;
 
 /**
- * Turn per-bucket M4 aggregates (time-ordered, one per non-empty bucket) into at most `budget` samples.
+ * Turn a grid of M4 aggregates (its buckets in time order, empty ones skipped) into at most `budget` samples.
  *
  * What is kept, in priority order:
  *  1. every bucket's minimum and maximum sample (pinned) — always, when budget ≥ 2 × buckets;
@@ -11,16 +14,20 @@ import { compareF8, type M4 } from './m4.ts';
  * A budget of 1 returns the series' maximum sample. Every returned sample is a real one (its exact time
  * and value); samples appear once even when one is, say, both a bucket's first and its minimum.
  */
-export function samplesFromBuckets(buckets: readonly M4[], budget: number): Sample[] {
-  if (buckets.length === 0 || budget <= 0) return [];
-  if (budget === 1) {
-    let best = buckets[0]!;
-    for (const b of buckets) if (compareF8(b.maxV, best.maxV) > 0) best = b;
-    return [{ t: best.maxT, v: best.maxV }];
+export function samplesFromBuckets(grid: M4Grid, budget: number): Sample[] {
+  const d = grid.data;
+  let filled = 0;
+  let best = -1;
+  for (let o = 0; o < d.length; o += M4_FIELDS) {
+    if (d[o + COUNT] === 0) continue;
+    filled++;
+    if (best < 0 || compareF8(d[o + MAX_V]!, d[best + MAX_V]!) > 0) best = o;
   }
+  if (filled === 0 || budget <= 0) return [];
+  if (budget === 1) return [{ t: d[best + MAX_T]!, v: d[best + MAX_V]! }];
 
   // The candidates as columns (lttb.ts SampleColumns), at most four a bucket.
-  const capacity = buckets.length * 4;
+  const capacity = filled * 4;
   const candidates = { t: new Float64Array(capacity), v: new Float64Array(capacity) };
   const pinned = new Uint8Array(capacity);
   let n = 0;
@@ -29,11 +36,12 @@ export function samplesFromBuckets(buckets: readonly M4[], budget: number): Samp
   const qt = new Float64Array(4);
   const qv = new Float64Array(4);
   const qp = new Uint8Array(4);
-  for (const b of buckets) {
-    qt[0] = b.firstT; qv[0] = b.firstV; qp[0] = 0;
-    qt[1] = b.minT; qv[1] = b.minV; qp[1] = 1;
-    qt[2] = b.maxT; qv[2] = b.maxV; qp[2] = 1;
-    qt[3] = b.lastT; qv[3] = b.lastV; qp[3] = 0;
+  for (let o = 0; o < d.length; o += M4_FIELDS) {
+    if (d[o + COUNT] === 0) continue;
+    qt[0] = d[o + FIRST_T]!; qv[0] = d[o + FIRST_V]!; qp[0] = 0;
+    qt[1] = d[o + MIN_T]!; qv[1] = d[o + MIN_V]!; qp[1] = 1;
+    qt[2] = d[o + MAX_T]!; qv[2] = d[o + MAX_V]!; qp[2] = 1;
+    qt[3] = d[o + LAST_T]!; qv[3] = d[o + LAST_V]!; qp[3] = 0;
     for (let i = 1; i < 4; i++) {
       const t = qt[i]!, v = qv[i]!, p = qp[i]!;
       let j = i - 1;

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 
 /**
- * A channel's M4 buckets packed into one bytea, in the layout `m4sFromPacked` (series/m4.ts) reads:
+ * A channel's M4 buckets packed into one bytea, in the layout an `M4Grid` (series/m4-grid.ts `mergePacked`) folds:
  * per bucket its key, count, min (value, time), max (value, time), first (time, value) and last (time,
  * value), in key order. Aggregates over rows with the columns `n` (count) and `mn`, `mx`, `fst`, `lst`:
  * the extremes as the arrays min(array[v, t]), max(array[v, -t]), min(array[t, v]), max(array[t, v]).

@@ -4,9 +4,9 @@ import { copyRowsOut, copyStatementText } from '../../db/copy-out.ts';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import { addSample, m4Of, m4sInKeyOrder, mergePackedInto, type M4 } from '../series/m4.ts';
+import { M4Grid } from '../series/m4-grid.ts';
 import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
-import { mergeSlotAt, packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
+import { packGroup, packSlot, readSlot, SLOT_BYTES } from './rollup-packs.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { planQuery, rawReadRanges, type QueryPlan } from './query-plan.ts';
 import { ROLLUP_WIDTHS_MS } from './rollup-levels.ts';
@@ -64,7 +64,7 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
   }
   const extents = await channelExtents(db, query.datasetId, columns);
   const maxBuckets = bucketsForBudget(query.maxPoints);
-  const groups = new Map<string, { plan: QueryPlan; density: number; columns: WideColumnInfo[]; out: Map<number, Map<number, M4>> }>();
+  const groups = new Map<string, { plan: QueryPlan; density: number; columns: WideColumnInfo[]; out: Map<number, M4Grid> }>();
   for (const column of new Map(columns.map((c) => [c.index, c])).values()) {
     const extent = extents.get(column.index);
     if (!extent) continue;
@@ -79,17 +79,15 @@ export async function queryWide(db: Executor, query: WideQuery, columns: readonl
     else groups.set(key, { plan, density, columns: [column], out: new Map() });
   }
   const reads = [...groups.values()].flatMap(({ plan, density, columns, out }) => {
-    for (const column of columns) out.set(column.index, new Map());
+    for (const column of columns) out.set(column.index, new M4Grid(plan.bucketCount));
     return readsOf(db, pool, query, columns, plan, density, out);
   });
   await mapLimit(reads, READS_PER_QUERY, (read) => read());
-  const buckets = new Map<number, M4[]>();
-  for (const { columns, out } of groups.values()) {
-    for (const column of columns) buckets.set(column.index, m4sInKeyOrder(out.get(column.index)!));
-  }
+  const grids = new Map<number, M4Grid>();
+  for (const { out } of groups.values()) for (const [index, grid] of out) grids.set(index, grid);
   return columns.map((column, i) => {
-    const m4s = buckets.get(column.index) ?? [];
-    return { channelId: query.channelIds[i]!, samples: samplesFromBuckets(m4s, query.maxPoints), rawPoints: m4s.reduce((n, b) => n + b.count, 0) };
+    const grid = grids.get(column.index) ?? new M4Grid(0);
+    return { channelId: query.channelIds[i]!, samples: samplesFromBuckets(grid, query.maxPoints), rawPoints: grid.total() };
   });
 }
 
@@ -125,12 +123,12 @@ async function channelExtents(db: Executor, datasetId: string, columns: readonly
 }
 
 /**
- * The statements reading a plan's buckets into `out` (channel → query bucket key → M4): one per channel
+ * The statements reading a plan's buckets into `out` (channel → its grid of the plan's buckets): one per channel
  * group for the rollup packs, and for the raw rows (edges narrower than the finest rollup width, or the
- * whole range when it is read raw) one, or two when they are many (`rawReadRanges`). They fill one map
- * and may run at once: each merges row by row.
+ * whole range when it is read raw) one, or two when they are many (`rawReadRanges`). They fill one grid
+ * per channel and may run at once: each merges row by row.
  */
-function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, density: number, out: Map<number, Map<number, M4>>): Array<() => Promise<void>> {
+function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, density: number, out: Map<number, M4Grid>): Array<() => Promise<void>> {
   const reads: Array<() => Promise<void>> = [];
   if (plan.blocks.length > 0) {
     const byGroup = new Map<number, WideColumnInfo[]>();
@@ -154,7 +152,7 @@ function readsOf(db: Executor, pool: pg.Pool | undefined, query: WideQuery, colu
  * sixteen-channel group reads 72 bytes per bucket, not 1,152. With a node-postgres pool the rows come out
  * by binary COPY and are read where they lie in the socket's chunks; on PGlite as rows.
  */
-async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQuery, group: number, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQuery, group: number, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, M4Grid>): Promise<void> {
   const slots = columns.map((c) => packSlot(c.index));
   const low = Math.min(...slots);
   const high = Math.max(...slots);
@@ -169,22 +167,13 @@ async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQue
   const targets = columns.map((c) => out.get(c.index)!);
   const offsets = slots.map((slot) => (slot - low) * SLOT_BYTES);
   const { origin, width } = plan;
-  // Packs arrive mostly in bucket order (an index scan returns them so; a sequential scan as ingest
-  // wrote them), several to a query bucket: each channel's bucket being filled is held at hand, and the
-  // map is asked only when the key changes.
-  const lastKey = columns.map(() => Number.NaN);
-  const held = columns.map((): M4 | undefined => undefined);
   const fold = (bucket: number, view: DataView, offset: number, length: number) => {
     const key = Math.floor((bucket - origin) / width);
     for (let i = 0; i < targets.length; i++) {
       const at = offset + offsets[i]!;
       if (at + SLOT_BYTES > offset + length) continue;
       if (view.getFloat64(at) === 0) continue; // an empty slot
-      let m4 = key === lastKey[i] ? held[i] : targets[i]!.get(key);
-      if (m4 === undefined) targets[i]!.set(key, (m4 = readSlot(view, at, SLOT_BYTES, 0)!));
-      else mergeSlotAt(m4, view, at);
-      lastKey[i] = key;
-      held[i] = m4;
+      targets[i]!.mergeSlot(key, view, at);
     }
   };
   if (pool === undefined) {
@@ -214,7 +203,7 @@ async function foldPacks(db: Executor, pool: pg.Pool | undefined, query: WideQue
  * statement did: a thousand rows of ten float8 texts per channel to parse, and the garbage of it
  * (docs/PERFORMANCE.md).
  */
-async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, Map<number, M4>>): Promise<void> {
+async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, out: Map<number, M4Grid>): Promise<void> {
   const result = await sql<{ c: number; buckets: Uint8Array }>`
     select c, ${packedM4Sql('qb')} as buckets
     from (
@@ -224,7 +213,7 @@ async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly W
       group by 1, 2
     ) as m
     group by c`.execute(db);
-  for (const row of result.rows) mergePackedInto(float8ArrayFromBinary(row.buckets), out.get(Number(row.c))!);
+  for (const row of result.rows) out.get(Number(row.c))!.mergePacked(float8ArrayFromBinary(row.buckets));
 }
 
 /**
@@ -233,32 +222,19 @@ async function groupRawInSql(db: Executor, query: WideQuery, columns: readonly W
  * row costs it a few field copies instead of four array aggregates per channel, which cost it ~235 ms
  * of CPU for a 2 s window of eight channels (320,000 samples) grouped in SQL (docs/PERFORMANCE.md).
  */
-async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, ranges: ReadonlyArray<{ from: number; to: number }>, out: Map<number, Map<number, M4>>): Promise<void> {
+async function foldRawRows(db: Executor, pool: pg.Pool, query: WideQuery, columns: readonly WideColumnInfo[], plan: QueryPlan, ranges: ReadonlyArray<{ from: number; to: number }>, out: Map<number, M4Grid>): Promise<void> {
   const values = columns.map((c) => columnValueSql(`w.${c.name}`, c.physicalType));
   // One column: its empty rows stay in the server. Several: a row is sent if any of them has a value.
   const present = sql.join(columns.map((c) => sql`${sql.ref(`w.${c.name}`)} is not null`), sql` or `);
   const statement = sql`select w.time, ${sql.join(values)} from ${sql.table(query.table)} as w where (${rawRangesSql(ranges)}) and (${present})`;
-  const buckets = columns.map((c) => out.get(c.index)!);
-  // Rows mostly arrive in time order, so a channel's next sample is nearly always in the bucket its last
-  // one went to: that bucket is held at hand, and the map is asked only when the key changes.
-  const lastKey = columns.map(() => Number.NaN);
-  const lastM4 = columns.map((): M4 | undefined => undefined);
+  const grids = columns.map((c) => out.get(c.index)!);
   const { origin, width } = plan;
   await copyRowsOut(pool, copyStatementText(statement, db), (row) => {
     const t = row.timestampUs()!;
     const key = Math.floor((t - origin) / width);
-    for (let i = 0; i < buckets.length; i++) {
+    for (let i = 0; i < grids.length; i++) {
       const v = row.float8();
-      if (v === null) continue;
-      if (key === lastKey[i]) {
-        addSample(lastM4[i]!, t, v);
-        continue;
-      }
-      let m4 = buckets[i]!.get(key);
-      if (m4) addSample(m4, t, v);
-      else buckets[i]!.set(key, (m4 = m4Of(t, v)));
-      lastKey[i] = key;
-      lastM4[i] = m4;
+      if (v !== null) grids[i]!.add(key, t, v);
     }
   });
 }

@@ -1,4 +1,4 @@
-import { mergeM4, mergeParts, type M4 } from '../series/m4.ts';
+import { mergeM4, type M4 } from '../series/m4.ts';
 
 /**
  * How a rollup bucket is stored: one row per (dataset, channel group, width, bucket) whose `data` bytea
@@ -44,12 +44,6 @@ export function readSlot(view: DataView, offset: number, length: number, slot: n
     maxT: view.getFloat64(at + 32),
     maxV: view.getFloat64(at + 24),
   };
-}
-
-/** Fold the non-empty slot that starts at byte `at` of `view` into `into` (mutates and returns it), without building an M4 for it. */
-export function mergeSlotAt(into: M4, view: DataView, at: number): M4 {
-  return mergeParts(into, view.getFloat64(at), view.getFloat64(at + 8), view.getFloat64(at + 16), view.getFloat64(at + 24), view.getFloat64(at + 32),
-    view.getFloat64(at + 40), view.getFloat64(at + 48), view.getFloat64(at + 56), view.getFloat64(at + 64));
 }
 
 /** A pack's slots (undefined where empty). */
