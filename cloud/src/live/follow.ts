@@ -8,7 +8,8 @@ import { ServiceError } from '../platform/errors.ts';
 import type { AppContext } from '../platform/context.ts';
 import type { LiveChange } from '../platform/live-bus.ts';
 import { Decimator, liveFeeds, MIN_FOLLOW_BUDGET, readWindow, resolveFollowChannels, type FeedChannel, type FeedRows } from '../telemetry/follow.ts';
-import { eventsOnSeriesTime, type SeriesResult } from '../telemetry/read.ts';
+import type { Sample } from '../telemetry/follow.ts';
+import { eventsOnSeriesTime, sampleColumnsOf, type SeriesResult } from '../telemetry/read.ts';
 
 export const DEFAULT_WINDOW_MS = 60_000;
 export const MAX_WINDOW_MS = 86_400_000;
@@ -137,7 +138,7 @@ class Follower {
   readonly #commands: boolean;
   readonly #decimators: Decimator[];
   /** Per channel: samples decimated but not sent, and the raw samples they stand for. */
-  #pending: Array<{ samples: SeriesResult['samples']; raw: number }>;
+  #pending: Array<{ samples: Sample[]; raw: number }>;
   /** Per channel: samples at or before this time were in the opening window (or a reset's). */
   #sentUpTo: Array<number>;
   #head: number | undefined;
@@ -209,7 +210,7 @@ class Follower {
     const series = this.channels.map((c, i) => {
       const pending = this.#pending[i]!;
       this.#pending[i] = { samples: [], raw: 0 };
-      return { channelId: c.id, samples: pending.samples, rawPoints: pending.raw };
+      return { channelId: c.id, samples: sampleColumnsOf(pending.samples), rawPoints: pending.raw };
     });
     const events = this.#eventsDirty ? await this.#changedEvents() : [];
     const commands = this.#commandsDirty ? await this.#changedCommands() : [];

@@ -13,7 +13,7 @@ import { wideSpan } from './wide/span.ts';
 import { epochMicrosToIso } from './wide/timestamps.ts';
 import { writableColumns } from './wide/wide-batch.ts';
 
-export type { SeriesResult } from './series/series.ts';
+export { sampleColumnsOf, type SeriesResult } from './series/series.ts';
 
 /** A Query, its fields checked for form (UUIDs, timestamps) by the transport. */
 export interface SeriesRequest {

@@ -59,7 +59,7 @@ function toUpdate(m: FollowMessage): FollowUpdateInit {
     series: m.series.map((s) => ({
       channelId: s.channelId,
       rawPoints: BigInt(s.rawPoints),
-      points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })),
+      points: Array.from(s.samples.t, (t, i) => ({ timestamp: microsToTimestamp(t), value: s.samples.v[i]! })),
     })),
     head: m.head === undefined ? undefined : microsToTimestamp(m.head),
     events: m.events.map((e) => ({

@@ -43,8 +43,8 @@ function seriesResponse(series: SeriesResult[], columns: boolean, binary: boolea
       channelId: s.channelId,
       rawPoints: BigInt(s.rawPoints),
       ...(columns
-        ? { timesUs: s.samples.map((p) => p.t), values: s.samples.map((p) => p.v) }
-        : { points: s.samples.map((p) => ({ timestamp: microsToTimestamp(p.t), value: p.v })) }),
+        ? { timesUs: Array.from(s.samples.t), values: Array.from(s.samples.v) }
+        : { points: Array.from(s.samples.t, (t, i) => ({ timestamp: microsToTimestamp(t), value: s.samples.v[i]! })) }),
     })),
     totalRawPoints,
   };

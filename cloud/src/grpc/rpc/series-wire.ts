@@ -16,17 +16,19 @@ const utf8 = new TextEncoder();
 /** One Series message. `columns`: times and values as packed doubles, else a SeriesPoint per sample. */
 export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array {
   const id = utf8.encode(series.channelId);
-  const samples = series.samples;
+  const { t: times, v: values } = series.samples;
+  const n = times.length;
   let size = 0;
   if (id.length > 0) size += 1 + varintLength(id.length) + id.length;
   if (series.rawPoints > 0) size += 1 + varintLength(series.rawPoints);
-  const packed = samples.length * 8;
+  const packed = n * 8;
   if (columns) {
     if (packed > 0) size += 2 * (1 + varintLength(packed) + packed);
   } else {
-    for (const { t, v } of samples) {
+    for (let i = 0; i < n; i++) {
+      const t = times[i]!;
       const seconds = secondsOfMicros(t);
-      const point = pointLength(timestampLength(seconds, nanosOfMicros(t, seconds)), v);
+      const point = pointLength(timestampLength(seconds, nanosOfMicros(t, seconds)), values[i]!);
       size += 1 + varintLength(point) + point;
     }
   }
@@ -40,7 +42,9 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
     at += id.length;
   }
   if (!columns) {
-    for (const { t, v } of samples) {
+    for (let i = 0; i < n; i++) {
+      const t = times[i]!;
+      const v = values[i]!;
       const seconds = secondsOfMicros(t);
       const nanos = nanosOfMicros(t, seconds);
       const ts = timestampLength(seconds, nanos);
@@ -70,14 +74,14 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   if (columns && packed > 0) {
     buf[at++] = SERIES_TAGS.timesUs;
     at = writeVarint(buf, at, packed);
-    for (const { t } of samples) {
-      view.setFloat64(at, t, true);
+    for (let i = 0; i < n; i++) {
+      view.setFloat64(at, times[i]!, true);
       at += 8;
     }
     buf[at++] = SERIES_TAGS.values;
     at = writeVarint(buf, at, packed);
-    for (const { v } of samples) {
-      view.setFloat64(at, v, true);
+    for (let i = 0; i < n; i++) {
+      view.setFloat64(at, values[i]!, true);
       at += 8;
     }
   }

@@ -7,7 +7,7 @@ import { sessionShift } from '../narrow/alignment.ts';
 import { findSignal, loadMessageTables, signalColumn, type MessageTable } from '../narrow/message-tables.ts';
 import { messageTableTail, queryNarrow, resolveSignals } from '../narrow/query.ts';
 import { loadBootSessions } from '../narrow/session-store.ts';
-import type { SeriesResult } from '../series/series.ts';
+import { sampleColumnsOf, type SeriesResult } from '../series/series.ts';
 import { queryWide, resolveQueryColumns, wideTableTail } from '../wide/query.ts';
 import { writableColumns } from '../wide/wide-batch.ts';
 import type { FeedChannel } from './feed.ts';
@@ -52,7 +52,7 @@ export interface WindowSnapshot {
  * same node-postgres `pool` for a wide window's raw rows, when there is one).
  */
 export async function readWindow(db: Executor, dataset: DatasetRow, channels: readonly FeedChannel[], windowUs: number, budget: number, pool?: pg.Pool): Promise<WindowSnapshot> {
-  const empty = (): SeriesResult[] => channels.map((c) => ({ channelId: c.id, samples: [], rawPoints: 0 }));
+  const empty = (): SeriesResult[] => channels.map((c) => ({ channelId: c.id, samples: sampleColumnsOf([]), rawPoints: 0 }));
   if (channels.length === 0) return { head: undefined, series: [] };
   if (dataset.storage_shape === 'wide') {
     const [last] = await wideTableTail(db, dataset.table_name!, [], undefined, 1);
@@ -84,5 +84,5 @@ export async function readWindow(db: Executor, dataset: DatasetRow, channels: re
   const ids = channels.map((c) => c.id).filter((id) => stored.has(id));
   const found = ids.length === 0 ? [] : await queryNarrow(db, { datasetId: dataset.id, channelIds: ids, from: head - windowUs, to: head + 1, maxPoints: budget });
   const byId = new Map(found.map((s) => [s.channelId, s]));
-  return { head, series: channels.map((c) => byId.get(c.id) ?? { channelId: c.id, samples: [], rawPoints: 0 }) };
+  return { head, series: channels.map((c) => byId.get(c.id) ?? { channelId: c.id, samples: sampleColumnsOf([]), rawPoints: 0 }) };
 }

@@ -115,7 +115,7 @@ for (const embedded of [false, true]) {
       expect(gone.rows[0]).toEqual({ s: null, n: null });
       // Query, the channel list and NOT_FOUND work on the moved data.
       const [roll] = await queryNarrow(db, { datasetId: written[1]!.datasetId, channelIds: ['mavlink.ATTITUDE.roll'], from: undefined, to: undefined, maxPoints: 1_000_000 });
-      expect(roll!.samples).toHaveLength(written[1]!.expected.filter((s) => s.signal === 'mavlink.ATTITUDE.roll').length);
+      expect(roll!.samples.t).toHaveLength(written[1]!.expected.filter((s) => s.signal === 'mavlink.ATTITUDE.roll').length);
       const channels = await t.call('GET', `/api/datasets/channels?datasetId=${written[0]!.datasetId}`, { key: org.key });
       expect(channels.body.map((c: { name: string }) => c.name).sort()).toEqual([...new Set(written[0]!.expected.map((s) => s.signal))].sort());
       // A second start-up finds nothing to move.

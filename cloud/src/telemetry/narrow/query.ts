@@ -4,11 +4,11 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.ts';
 import { ServiceError, notFound } from '../../platform/errors.ts';
 import { samplesFromBuckets } from '../series/downsample.ts';
-import type { Sample } from '../series/lttb.ts';
+import type { Sample, SampleColumns } from '../series/lttb.ts';
 import { M4Grid } from '../series/m4-grid.ts';
 import { float8ArrayFromBinary } from '../sql/sql-arrays.ts';
 import { packedM4Sql } from '../sql/packed-m4.ts';
-import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, type SeriesResult } from '../series/series.ts';
+import { bucketsForBudget, MAX_CHANNELS_PER_QUERY, READS_PER_QUERY, sampleColumnsOf, type SeriesResult } from '../series/series.ts';
 import { mapLimit } from '../../platform/map-limit.ts';
 import { sessionShift, type SessionShift } from './alignment.ts';
 import { findSignal, holdsNumber, loadMessageTables, numericSql, type MessageTable, type SignalColumn, messageRelationSql } from './message-tables.ts';
@@ -114,9 +114,9 @@ function alignedRows(query: NarrowQuery, source: SignalSource, shifts: readonly 
         ${bounds.length > 0 ? sql`and ${sql.join(bounds, sql` and `)}` : sql``}`;
 }
 
-async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<Sample[]> {
+async function rawSamples(db: Executor, query: NarrowQuery, source: SignalSource, shifts: readonly SessionShift[]): Promise<SampleColumns> {
   const result = await sql<Sample>`select r.t, r.v from (${alignedRows(query, source, shifts)}) as r order by r.t, r.seq`.execute(db);
-  return result.rows;
+  return sampleColumnsOf(result.rows);
 }
 
 /**

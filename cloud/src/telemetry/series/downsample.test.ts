@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { samplesFromBuckets } from './downsample.ts';
+import { samplesFromBuckets as columnsFromBuckets } from './downsample.ts';
+import { samplesOf } from './series.ts';
 import { M4Grid } from './m4-grid.ts';
 import { addSample, m4Of, type M4 } from './m4.ts';
 
@@ -20,6 +21,9 @@ function fixture(buckets: number, perBucket: number, seed = 1) {
   }
   return aggs;
 }
+
+/** The chosen samples as objects, to compare with the buckets' own. */
+const samplesFromBuckets = (grid: M4Grid, budget: number) => samplesOf(columnsFromBuckets(grid, budget));
 
 /** The aggregates as a grid, one bucket each, with `gaps` empty buckets before each. */
 function gridOf(aggs: readonly M4[], gaps = 0): M4Grid {

@@ -1,4 +1,4 @@
-import { lttbWithPinsAt, type Sample } from './lttb.ts';
+import { lttbWithPinsAt, type SampleColumns } from './lttb.ts';
 import { compareF8 } from './m4.ts';
 import { M4_FIELD, M4_FIELDS, type M4Grid } from './m4-grid.ts';
 
@@ -14,7 +14,7 @@ const { COUNT, MIN_V, MIN_T, MAX_V, MAX_T, FIRST_T, FIRST_V, LAST_T, LAST_V } = 
  * A budget of 1 returns the series' maximum sample. Every returned sample is a real one (its exact time
  * and value); samples appear once even when one is, say, both a bucket's first and its minimum.
  */
-export function samplesFromBuckets(grid: M4Grid, budget: number): Sample[] {
+export function samplesFromBuckets(grid: M4Grid, budget: number): SampleColumns {
   const d = grid.data;
   let filled = 0;
   let best = -1;
@@ -23,8 +23,8 @@ export function samplesFromBuckets(grid: M4Grid, budget: number): Sample[] {
     filled++;
     if (best < 0 || compareF8(d[o + MAX_V]!, d[best + MAX_V]!) > 0) best = o;
   }
-  if (filled === 0 || budget <= 0) return [];
-  if (budget === 1) return [{ t: d[best + MAX_T]!, v: d[best + MAX_V]! }];
+  if (filled === 0 || budget <= 0) return { t: new Float64Array(0), v: new Float64Array(0) };
+  if (budget === 1) return { t: Float64Array.of(d[best + MAX_T]!), v: Float64Array.of(d[best + MAX_V]!) };
 
   // The candidates as columns (lttb.ts SampleColumns), at most four a bucket.
   const capacity = filled * 4;
@@ -71,7 +71,10 @@ export function samplesFromBuckets(grid: M4Grid, budget: number): Sample[] {
     }
   }
   const kept = lttbWithPinsAt(candidates, pinned, n, budget);
-  const out = new Array<Sample>(kept.length);
-  for (let k = 0; k < kept.length; k++) out[k] = { t: candidates.t[kept[k]!]!, v: candidates.v[kept[k]!]! };
+  const out = { t: new Float64Array(kept.length), v: new Float64Array(kept.length) };
+  for (let k = 0; k < kept.length; k++) {
+    out.t[k] = candidates.t[kept[k]!]!;
+    out.v[k] = candidates.v[kept[k]!]!;
+  }
   return out;
 }
