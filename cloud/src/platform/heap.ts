@@ -2,13 +2,20 @@ import v8 from 'node:v8';
 
 /**
  * How far V8 lets the old generation grow past what survived the last full collection before it
- * collects again: 1.5× (V8's own factor goes up to 4× when collections look cheap next to the program).
+ * collects again: 2× (V8's own factor goes up to 4× when collections look cheap next to the program).
  *
- * Why: ingest keeps every request's body alive while it awaits the database, so each body is promoted
- * and becomes old-generation garbage once answered. With V8's factor, an HTTP append flood let ~60 MB
- * of live heap grow to ~240 MB before a full collection, and the process's resident memory to ~390 MB;
- * at 1.5× the heap stays near 120 MB and the peak near 250 MB, at the price of more frequent (mostly
- * concurrent) marking (docs/PERFORMANCE.md, Memory). This is a growth factor, not a ceiling: a process
+ * Why bounded: ingest keeps every request's body alive while it awaits the database, so each body is
+ * promoted and becomes old-generation garbage once answered. With V8's factor, an HTTP append flood let
+ * ~60 MB of live heap grow to ~240 MB before a full collection, and the process's resident memory to
+ * ~390 MB (docs/PERFORMANCE.md, Memory).
+ *
+ * Why 2× and not less: V8 counts the external memory (ArrayBuffers: socket chunks, typed arrays, answers
+ * being compressed) allocated since the last full collection against the old generation's headroom. A
+ * Query of eight channels allocates ~7–8 MB of it; at 1.5× over a ~40 MB live heap the headroom was spent
+ * every three or four such Queries, each time a Mark-Compact with 10–27 ms of marking on the main thread.
+ * At 2×, with the young generation bounded to 2 × 8 MB (the start flags) so that scavenges free those
+ * young ArrayBuffers sooner, it is one in sixteen; the append flood's peak rose ~16 MB, well under its
+ * 300 MB target (docs/PERFORMANCE.md, eleventh session). This is a growth factor, not a ceiling: a process
  * whose live data really grows still grows, where --max-old-space-size would crash it.
  *
  * Set at start-up by the server's entry point, so every way of starting it (npm start, the image,
@@ -16,7 +23,7 @@ import v8 from 'node:v8';
  * sets the next collection's limit, which is why setting it once the VM runs takes effect
  * (bench:memory shows it).
  */
-export const HEAP_GROWING_PERCENT = 50;
+export const HEAP_GROWING_PERCENT = 100;
 
 export function boundHeapGrowth(): void {
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
