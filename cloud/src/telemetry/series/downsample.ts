@@ -1,6 +1,7 @@
 import { lttbWithPinsAt, type SampleColumns } from './lttb.ts';
 import { compareF8 } from './m4.ts';
 import { M4_FIELD, M4_FIELDS, type M4Grid } from './m4-grid.ts';
+import { sampleColumnsOf } from './series.ts';
 
 const { COUNT, MIN_V, MIN_T, MAX_V, MAX_T, FIRST_T, FIRST_V, LAST_T, LAST_V } = M4_FIELD;
 
@@ -23,7 +24,7 @@ export function samplesFromBuckets(grid: M4Grid, budget: number): SampleColumns 
     filled++;
     if (best < 0 || compareF8(d[o + MAX_V]!, d[best + MAX_V]!) > 0) best = o;
   }
-  if (filled === 0 || budget <= 0) return { t: new Float64Array(0), v: new Float64Array(0) };
+  if (filled === 0 || budget <= 0) return sampleColumnsOf([]);
   if (budget === 1) return { t: Float64Array.of(d[best + MAX_T]!), v: Float64Array.of(d[best + MAX_V]!) };
 
   // The candidates as columns (lttb.ts SampleColumns), at most four a bucket.

@@ -8,8 +8,9 @@ import { compareF8, PACKED_M4_WIDTH, type M4 } from './m4.ts';
  *
  * Why not an M4 object per bucket in a Map by key: an eight-channel Query of a whole range held ~16,000
  * of them with their Map entries, ~3.7 MB that lived through the young generation's scavenges into the
- * old one and drove its Mark-Compacts (docs/PERFORMANCE.md). A grid is eight small arrays outside the
- * heap's object graph; its buckets are in key order as they are filled, so no reordering is needed
+ * old one. A grid is one 72 KB ArrayBuffer per channel (2,000 points): V8 counts it as external memory,
+ * which a scavenge frees while it is young (platform/heap.ts says why that matters), not objects for
+ * its collectors to trace. Its buckets are in key order as they are filled, so no reordering is needed
  * when reads that ran at once interleaved their keys.
  *
  * Keys are the bucket indices of the Query's plan, 0 ≤ k < size (planQuery's origin is at or before
@@ -49,11 +50,6 @@ export class M4Grid {
       mergeAt(this.data, this.offset(values[i]!), values[i + 1]!, values[i + 2]!, values[i + 3]!, values[i + 4]!, values[i + 5]!,
         values[i + 6]!, values[i + 7]!, values[i + 8]!, values[i + 9]!);
     }
-  }
-
-  /** Raw samples in bucket `k` (0 when it is empty). */
-  count(k: number): number {
-    return this.data[this.offset(k) + COUNT]!;
   }
 
   /** Raw samples in every bucket. */
