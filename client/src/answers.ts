@@ -19,7 +19,7 @@ import { fromBinary, type JsonObject, type MessageInitShape } from '@bufbuild/pr
 import { timestampFromDate, type TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { SeriesSchema, type FollowEvent, type FollowUpdate, type QueryResponse, type Series, type StreamSubmitResponse, type SubmitResponse } from '@sortie/contracts';
 import type { QueryRequestSchema } from '@sortie/contracts';
-import { readSeriesBytes } from './series-wire.ts';
+import { Point, readSeriesBytes } from './series-wire.ts';
 import { timestampText } from './time-text.ts';
 
 export { timestampText } from './time-text.ts';
@@ -110,7 +110,7 @@ function seriesAnswer(s: WireSeries): SeriesAnswer {
   const points = new Array<PointAnswer>(s.points.length);
   for (let i = 0; i < s.points.length; i++) {
     const p = s.points[i]!;
-    points[i] = { timestamp: p.timestamp ? timestampText(p.timestamp) : '', value: p.value };
+    points[i] = new Point(p.timestamp ? timestampText(p.timestamp) : '', p.value);
   }
   const answer: SeriesAnswer = { channelId: s.channelId, points, rawPoints: Number(s.rawPoints) };
   // Columns come back as sent (a server that predates them answers points, and these stay absent).

@@ -3,6 +3,7 @@ import type { Timestamp } from '@bufbuild/protobuf/wkt';
 // Consecutive samples mostly share their second: its text is made once.
 let lastSeconds = Number.NaN;
 let lastHead = '';
+let lastHeadDot = '';
 
 /**
  * "000" to "999": a fraction's digits by threes, looked up rather than formatted. A Query answer as points
@@ -10,6 +11,7 @@ let lastHead = '';
  * largest single cost after reading the bytes.
  */
 const DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+const DIGITS_Z = DIGITS.map((d) => `${d}Z`);
 
 /** A Timestamp as protobuf's JSON writes it: RFC 3339 UTC, 0, 3, 6 or 9 fractional digits. */
 export function timestampText(t: Pick<Timestamp, 'seconds' | 'nanos'>): string {
@@ -20,6 +22,7 @@ export function timestampText(t: Pick<Timestamp, 'seconds' | 'nanos'>): string {
 export function timeText(seconds: number, nanos: number): string {
   if (seconds !== lastSeconds) {
     lastHead = new Date(seconds * 1000).toISOString().slice(0, 19);
+    lastHeadDot = `${lastHead}.`;
     lastSeconds = seconds;
   }
   if (nanos === 0) return `${lastHead}Z`;
@@ -27,9 +30,9 @@ export function timeText(seconds: number, nanos: number): string {
   if (!(nanos > 0 && nanos < 1_000_000_000 && Number.isInteger(nanos))) return `${lastHead}.${String(nanos).padStart(9, '0')}Z`;
   const ms = Math.floor(nanos / 1_000_000);
   const rest = nanos - ms * 1_000_000;
-  if (rest === 0) return `${lastHead}.${DIGITS[ms]}Z`;
+  if (rest === 0) return lastHeadDot + DIGITS_Z[ms];
   const us = Math.floor(rest / 1000);
   const ns = rest - us * 1000;
-  if (ns === 0) return `${lastHead}.${DIGITS[ms]}${DIGITS[us]}Z`;
-  return `${lastHead}.${DIGITS[ms]}${DIGITS[us]}${DIGITS[ns]}Z`;
+  if (ns === 0) return lastHeadDot + (DIGITS[ms]! + DIGITS_Z[us]!);
+  return lastHeadDot + (DIGITS[ms]! + DIGITS[us]! + DIGITS_Z[ns]!);
 }
