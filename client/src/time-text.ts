@@ -11,6 +11,11 @@ let lastHeadDot = '';
  * largest single cost after reading the bytes.
  */
 const DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+/**
+ * The same with the closing "Z". A text is the second's head and its fraction joined once: a fraction
+ * of 13 characters or fewer is copied into one flat string, and only the join with the head makes a
+ * cons string. A template literal joined the five parts one at a time, four cons strings per text.
+ */
 const DIGITS_Z = DIGITS.map((d) => `${d}Z`);
 
 /** A Timestamp as protobuf's JSON writes it: RFC 3339 UTC, 0, 3, 6 or 9 fractional digits. */
