@@ -1,4 +1,4 @@
-import { SERIES_TAGS, timestampLength, varintLength, writeVarint } from '@sortie/contracts';
+import { SERIES_TAGS, varintLength, writeVarint } from '@sortie/contracts';
 import type { SeriesResult } from '../../telemetry/read.ts';
 import { nanosOfMicros, secondsOfMicros } from './timestamps.ts';
 
@@ -24,14 +24,7 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
   const packed = n * 8;
   if (columns) {
     if (packed > 0) size += 2 * (1 + varintLength(packed) + packed);
-  } else {
-    for (let i = 0; i < n; i++) {
-      const t = times[i]!;
-      const seconds = secondsOfMicros(t);
-      const point = pointLength(timestampLength(seconds, nanosOfMicros(t, seconds)), values[i]!);
-      size += 1 + varintLength(point) + point;
-    }
-  }
+  } else size += n * MAX_POINT_BYTES;
   const buf = new Uint8Array(size);
   const view = new DataView(buf.buffer);
   let at = 0;
@@ -41,32 +34,7 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
     buf.set(id, at);
     at += id.length;
   }
-  if (!columns) {
-    for (let i = 0; i < n; i++) {
-      const t = times[i]!;
-      const v = values[i]!;
-      const seconds = secondsOfMicros(t);
-      const nanos = nanosOfMicros(t, seconds);
-      const ts = timestampLength(seconds, nanos);
-      buf[at++] = SERIES_TAGS.points;
-      at = writeVarint(buf, at, pointLength(ts, v));
-      buf[at++] = SERIES_TAGS.pointTimestamp;
-      at = writeVarint(buf, at, ts);
-      if (seconds !== 0) {
-        buf[at++] = SERIES_TAGS.seconds;
-        at = writeVarint(buf, at, seconds);
-      }
-      if (nanos !== 0) {
-        buf[at++] = SERIES_TAGS.nanos;
-        at = writeVarint(buf, at, nanos);
-      }
-      if (!Object.is(v, 0)) {
-        buf[at++] = SERIES_TAGS.pointValue;
-        view.setFloat64(at, v, true);
-        at += 8;
-      }
-    }
-  }
+  if (!columns) at = writePoints(buf, view, at, times, values);
   if (series.rawPoints > 0) {
     buf[at++] = SERIES_TAGS.rawPoints;
     at = writeVarint(buf, at, series.rawPoints);
@@ -85,11 +53,55 @@ export function encodeSeries(series: SeriesResult, columns: boolean): Uint8Array
       at += 8;
     }
   }
-  if (at !== size) throw new Error(`a Series encoded to ${at} bytes where ${size} were counted`);
-  return buf;
+  if (columns ? at !== size : at > size) throw new Error(`a Series encoded to ${at} bytes where ${size} were counted`);
+  // As points, the buffer was sized for the longest points; the answer is copied into the response.
+  return columns ? buf : buf.subarray(0, at);
 }
 
-/** A SeriesPoint's length, from its Timestamp's (always present, maybe empty) and its value, written unless +0 (-0 is written, as protobuf-es does). */
-function pointLength(timestampBytes: number, v: number): number {
-  return 1 + varintLength(timestampBytes) + timestampBytes + (Object.is(v, 0) ? 0 : 9);
+/**
+ * A SeriesPoint's most bytes: its tag and length, a Timestamp's tag and length, seconds (tag and up to a
+ * ten-byte varint), nanos (tag and up to five), the value (tag and eight). Under 128, so both lengths are
+ * one byte each and are written after what they measure.
+ */
+const MAX_POINT_BYTES = 2 + 2 + 11 + 6 + 9;
+
+/**
+ * The samples as SeriesPoints, in one pass: each point's lengths are filled in once its bytes are written.
+ * Consecutive samples mostly share their second, whose varint is written once and copied.
+ */
+function writePoints(buf: Uint8Array, view: DataView, at: number, times: Float64Array, values: Float64Array): number {
+  const secondsVarint = new Uint8Array(10);
+  let secondsLength = 0;
+  let lastSeconds = Number.NaN;
+  for (let i = 0; i < times.length; i++) {
+    const t = times[i]!;
+    const v = values[i]!;
+    const seconds = secondsOfMicros(t);
+    const nanos = nanosOfMicros(t, seconds);
+    if (seconds !== lastSeconds) {
+      secondsLength = seconds === 0 ? 0 : writeVarint(secondsVarint, 0, seconds);
+      lastSeconds = seconds;
+    }
+    const point = at;
+    buf[at] = SERIES_TAGS.points;
+    buf[at + 2] = SERIES_TAGS.pointTimestamp;
+    at += 4;
+    if (secondsLength > 0) {
+      buf[at++] = SERIES_TAGS.seconds;
+      for (let b = 0; b < secondsLength; b++) buf[at++] = secondsVarint[b]!;
+    }
+    if (nanos !== 0) {
+      buf[at++] = SERIES_TAGS.nanos;
+      at = writeVarint(buf, at, nanos);
+    }
+    buf[point + 3] = at - point - 4;
+    // +0 is proto3's default and left out; -0 is written, as protobuf-es does.
+    if (!Object.is(v, 0)) {
+      buf[at++] = SERIES_TAGS.pointValue;
+      view.setFloat64(at, v, true);
+      at += 8;
+    }
+    buf[point + 1] = at - point - 2;
+  }
+  return at;
 }
