@@ -3,9 +3,9 @@ import { ConfigError, loadConfig } from './platform/config.ts';
 import { DatabaseStartupError } from './db/connect.ts';
 import { SortieService } from './service/service.ts';
 import { exitOnSignals } from './service/shutdown.ts';
-import { boundHeapGrowth } from './platform/heap.ts';
+import { tuneHeap } from './platform/heap.ts';
 
-boundHeapGrowth();
+tuneHeap();
 
 try {
   const service = await SortieService.create(loadConfig());
