@@ -32,10 +32,10 @@ export const HEAP_GROWING_PERCENT = 100;
  * V8 scavenges with helper threads, one per core, and the main thread waits for them at each step. On two
  * cores shared with PostgreSQL and NATS (this service's small deployment, and the machine it is measured
  * on) the helpers wait for a core: bench:dispatch's cloud logged scavenges of 4–12 ms of an 8 MB semi-space
- * at 200 dispatches/s, and its p99 came from the requests behind them. Scavenging on the main thread
- * alone, the same scavenges took 1–2.5 ms, dispatch p99 fell from 24–64 ms to 13–25 ms and deliveries rose
- * from 36–57 % to 52–63 % of the same run's floor (docs/PERFORMANCE.md, twelfth session). With more cores
- * the helpers find one free, and V8's default stands.
+ * at 200 dispatches/s, and the requests behind them made its p99. Scavenging on the main thread
+ * alone, the same scavenges took 1–4 ms; over six runs against five, the median dispatch p99 fell from 41
+ * to 24 ms and deliveries rose from 42 % to 56 % of the same run's floor (docs/PERFORMANCE.md, twelfth
+ * session). With more cores the helpers find one free, and V8's default stands.
  */
 export const PARALLEL_SCAVENGE_MIN_CORES = 3;
 
