@@ -105,9 +105,10 @@ function readPoint(w: PointWire): PointAnswer | undefined {
 
 /**
  * A point of an answer, made by a constructor rather than as an object literal. An answer's points all
- * live until it is handed over, so V8 saw a literal's allocation site survive every scavenge and
- * pretenured it: 16,000 points a Query were allocated straight into the old generation and died there,
- * a Mark-Compact every few Queries. Objects made by `new` have no allocation site to pretenure
+ * live until it is handed over, so V8 found a literal's allocation site alive at every scavenge and
+ * pretenured it: the points were allocated straight into the old generation and died there. Objects made
+ * by `new` have no allocation site to pretenure. Decoding an eight-channel answer (16,000 points) in a
+ * loop, garbage collection took 0.35–2.4 ms an answer with the literal, 0.15–0.20 ms with this
  * (docs/PERFORMANCE.md). Both readers of a Series make their points with it, so answers compare equal
  * whichever read them.
  */

@@ -13,8 +13,9 @@ let lastHeadDot = '';
 const DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 /**
  * The same with the closing "Z". A text is the second's head and its fraction joined once: a fraction
- * shorter than 13 characters (at most 10 here) is copied into one flat string, and only the join with the head makes a
- * cons string. A template literal joined the five parts one at a time, four cons strings per text.
+ * shorter than 13 characters (at most 10 here) is copied into one flat string, and only the join with
+ * the head makes a cons string. A template literal joined the five parts one at a time: four cons
+ * strings per text, alive as long as the answer holding it.
  */
 const DIGITS_Z = DIGITS.map((d) => `${d}Z`);
 
