@@ -13,7 +13,6 @@
 // 2 × 16 MB, which V8 would otherwise grow to 2 × 64 MB under sustained allocation and keep), so the bench
 // measures what ships. BENCH_PHASES picks phases (http,grpc,mavlink). BENCH_SERVER_NODE_OPTIONS adds flags
 // for the server only (e.g. "--heapsnapshot-signal=SIGUSR2" to take heap snapshots while it runs).
-import { availableParallelism } from 'node:os';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -264,7 +263,7 @@ const database = await createTestDatabase();
 try {
   console.log(
     `bench:memory — server RSS per ingest path: ${SECONDS} s of load, then ${IDLE_SECONDS} s idle; a fresh server process per phase; ` +
-      `server flags "${[...startFlags(), process.env.BENCH_SERVER_NODE_OPTIONS ?? ''].join(' ').trim()}"; the server's entry point sets ${heapFlags(availableParallelism()).join(' ')} (cloud/src/platform/heap.ts)`,
+      `server flags "${[...startFlags(), process.env.BENCH_SERVER_NODE_OPTIONS ?? ''].join(' ').trim()}"; the server's entry point sets ${heapFlags().join(' ')} (cloud/src/platform/heap.ts)`,
   );
   const results: PhaseResult[] = [];
   for (const name of PHASES) {

@@ -39,14 +39,14 @@ export const HEAP_GROWING_PERCENT = 100;
  */
 export const PARALLEL_SCAVENGE_MIN_CORES = 3;
 
-/** The V8 flags the entry point sets for a machine of `cores` cores. */
-export function heapFlags(cores: number): string[] {
+/** The V8 flags the entry point sets for a machine of `cores` cores (this one's by default). */
+export function heapFlags(cores = os.availableParallelism()): string[] {
   const flags = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`];
   if (cores < PARALLEL_SCAVENGE_MIN_CORES) flags.push('--no-parallel-scavenge');
   return flags;
 }
 
 /** Set the heap's flags for this machine: called first by the server's entry point (V8 reads both at each collection). */
-export function tuneHeap(cores = os.availableParallelism()): void {
-  for (const flag of heapFlags(cores)) v8.setFlagsFromString(flag);
+export function tuneHeap(): void {
+  for (const flag of heapFlags()) v8.setFlagsFromString(flag);
 }
