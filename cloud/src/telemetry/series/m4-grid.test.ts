@@ -7,9 +7,16 @@ import { pack } from '../wide/rollup-packs.ts';
 /** A bucket's fields in a packed SQL answer: its key, then the grid's order. */
 const packedRow = (key: number, m: M4) => [key, m.count, m.minV, m.minT, m.maxV, m.maxT, m.firstT, m.firstV, m.lastT, m.lastV];
 
-/** Samples as (bucket, time, value); values include NaN and ties, which PostgreSQL's float8 order decides. */
+/**
+ * Samples as (bucket, time, value); values include NaN, -0 and ties, which PostgreSQL's float8 order
+ * decides, and times tie too (a few instants shared by many samples) so the earlier-wins rules are tried.
+ */
 const samples = fc.array(
-  fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 1_000_000 }), fc.oneof(fc.double({ noDefaultInfinity: true }), fc.constantFrom(0, 1, -1, NaN))),
+  fc.tuple(
+    fc.integer({ min: 0, max: 5 }),
+    fc.oneof(fc.integer({ min: 0, max: 1_000_000 }), fc.integer({ min: 0, max: 3 })),
+    fc.oneof(fc.double({ noDefaultInfinity: true }), fc.constantFrom(0, -0, 1, -1, NaN)),
+  ),
   { maxLength: 80 },
 );
 
