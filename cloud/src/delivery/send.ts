@@ -1,5 +1,6 @@
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { Agent, request } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 import { createPinnedLookup } from '../net/pinned-lookup.ts';
 import type { ResolvedAddress } from '../net/url-guard.ts';
 
@@ -94,56 +95,128 @@ function secureContextFor(extraCa: string | undefined): SecureContext | undefine
 
 /**
  * One POST, the way the spec wants it: to the pinned addresses only (TLS still verifies the URL's
- * hostname), no redirect followed (undici's `request` never follows one), everything — connect, TLS,
- * headers and the part of the body we keep — inside one time limit.
+ * hostname), no redirect followed (a dispatcher never follows one), everything — connect, TLS, headers
+ * and the part of the body we keep — inside one time limit.
+ *
+ * Sent through the dispatcher with a handler of our own (AnswerReader) rather than undici's `request`:
+ * `request` wraps the answer's body in a stream, and at bench:dispatch's 200 dispatches/s that wrapper
+ * kept every attempt's objects (its body, its request, the stream) alive through two young-generation
+ * collections, so each was promoted to the old generation (~5 KB an attempt), and the Mark-Compacts
+ * that freed them every ~4 s paused the process for 4–10 ms and made the dispatch p99
+ * (docs/PERFORMANCE.md). The handler keeps the status, two headers and the first RESPONSE_KEEP_BYTES
+ * bytes, and nothing else lives past the answer.
  */
-export async function postWebhook(post: WebhookPost, agents: WebhookAgents): Promise<WebhookAnswer> {
-  const started = performance.now();
-  // A timer cleared when the attempt ends, not AbortSignal.timeout: that one keeps its signal, timer and
-  // finalizer registration alive for the full 10 s after an attempt of a few milliseconds.
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), post.timeoutMs);
-  const signal = controller.signal;
-  const elapsed = () => Math.round(performance.now() - started);
-  try {
-    const dispatcher = agents.get(post.hostname, post.addresses);
-    const res = await request(post.url, { method: 'POST', headers: post.headers, body: post.body, dispatcher, signal });
-    let response = '';
+export function postWebhook(post: WebhookPost, agents: WebhookAgents): Promise<WebhookAnswer> {
+  return new Promise((resolve) => {
+    const reader = new AnswerReader(post.timeoutMs, resolve);
     try {
-      response = await readSome(res.body, RESPONSE_KEEP_BYTES);
-    } catch {
-      // The status already decided the outcome; a body cut short is only less to show.
+      agents.get(post.hostname, post.addresses).dispatch(
+        { origin: post.url.origin, path: `${post.url.pathname}${post.url.search}`, method: 'POST', headers: post.headers, body: post.body },
+        reader,
+      );
+    } catch (error) {
+      reader.onResponseError(undefined, error as Error);
     }
-    return {
-      statusCode: res.statusCode,
-      ...(typeof res.headers['retry-after'] === 'string' && { retryAfter: res.headers['retry-after'] }),
-      ...(typeof res.headers.location === 'string' && { location: res.headers.location }),
-      response,
-      durationMs: elapsed(),
-    };
-  } catch (error) {
-    return { response: '', error: describeNetworkError(error, signal, post.timeoutMs), durationMs: elapsed() };
-  } finally {
-    clearTimeout(timer);
+  });
+}
+
+/** Why an answer is cut off once it was read: enough of its body is kept, or the time limit came. */
+class AnswerDone extends Error {
+  override name = 'AnswerDone';
+}
+
+/** UTF-8 without streaming state, so one instance serves every answer. */
+const utf8 = new TextDecoder();
+
+/**
+ * Reads one answer for postWebhook, as undici's dispatch handler: settles exactly once, with the status
+ * (undefined when no HTTP answer came), Retry-After, Location and the body's first RESPONSE_KEEP_BYTES
+ * bytes, and aborts what is left of the exchange. An answer whose body fails or outlasts the time limit
+ * after its status came keeps its status and the bytes that arrived (the status decided the outcome).
+ */
+class AnswerReader implements Dispatcher.DispatchHandler {
+  readonly #started = performance.now();
+  readonly #timeoutMs: number;
+  readonly #resolve: (answer: WebhookAnswer) => void;
+  readonly #timer: NodeJS.Timeout;
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
+  #timedOut = false;
+  #statusCode: number | undefined;
+  #retryAfter: string | undefined;
+  #location: string | undefined;
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(timeoutMs: number, resolve: (answer: WebhookAnswer) => void) {
+    this.#timeoutMs = timeoutMs;
+    this.#resolve = resolve;
+    this.#timer = setTimeout(() => this.#timeout(), timeoutMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // Timed out while connecting: the request is dropped before it is written.
+    if (this.#settled) controller.abort(new AnswerDone('the attempt is over'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // an informational answer; the real one follows
+    this.#statusCode = statusCode;
+    if (typeof headers['retry-after'] === 'string') this.#retryAfter = headers['retry-after'];
+    if (typeof headers.location === 'string') this.#location = headers.location;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#chunks.push(chunk);
+    this.#size += chunk.byteLength;
+    if (this.#size >= RESPONSE_KEEP_BYTES) {
+      // Enough kept: the rest is not read, and the connection is not reused.
+      this.#answer();
+      controller.abort(new AnswerDone('the kept part of the answer was read'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#answer();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.#statusCode !== undefined) this.#answer();
+    else this.#settle({ response: '', error: describeNetworkError(error, this.#timedOut, this.#timeoutMs) });
+  }
+
+  #timeout(): void {
+    this.#timedOut = true;
+    if (this.#statusCode !== undefined) this.#answer();
+    else this.#settle({ response: '', error: `timed out after ${this.#timeoutMs} ms` });
+    this.#controller?.abort(new AnswerDone(`timed out after ${this.#timeoutMs} ms`));
+  }
+
+  /** The answer as it came: its status, the two headers kept and the start of its body. */
+  #answer(): void {
+    // A multi-byte character cut at the limit decodes as U+FFFD rather than failing.
+    const bytes = Buffer.concat(this.#chunks, Math.min(this.#size, RESPONSE_KEEP_BYTES));
+    this.#settle({
+      statusCode: this.#statusCode!,
+      ...(this.#retryAfter !== undefined && { retryAfter: this.#retryAfter }),
+      ...(this.#location !== undefined && { location: this.#location }),
+      response: utf8.decode(bytes),
+    });
+  }
+
+  #settle(answer: Omit<WebhookAnswer, 'durationMs'>): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#chunks = [];
+    this.#resolve({ ...answer, durationMs: Math.round(performance.now() - this.#started) });
   }
 }
 
-async function readSome(body: AsyncIterable<Uint8Array> & { destroy(): void }, limit: number): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.byteLength;
-    if (size >= limit) break;
-  }
-  body.destroy();
-  const bytes = Buffer.concat(chunks).subarray(0, limit);
-  // A multi-byte character cut at the limit decodes as U+FFFD rather than failing.
-  return new TextDecoder().decode(bytes);
-}
-
-function describeNetworkError(error: unknown, signal: AbortSignal, timeoutMs: number): string {
-  if (signal.aborted) return `timed out after ${timeoutMs} ms`;
+function describeNetworkError(error: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `timed out after ${timeoutMs} ms`;
   const err = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = err.cause?.code ?? err.code;
   const message = err.cause?.message ?? err.message ?? String(error);
