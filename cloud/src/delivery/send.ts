@@ -196,6 +196,8 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 
   /** The answer as it came: its status, the two headers kept and the start of its body. */
   #answer(): void {
+    // Once settled, an abort of ours still comes back through onResponseError: nothing left to read.
+    if (this.#settled) return;
     // A multi-byte character cut at the limit decodes as U+FFFD rather than failing.
     const bytes = Buffer.concat(this.#chunks, Math.min(this.#size, RESPONSE_KEEP_BYTES));
     this.#settle({
