@@ -141,7 +141,6 @@ class AnswerReader implements Dispatcher.DispatchHandler {
   readonly #timer: NodeJS.Timeout;
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
-  #timedOut = false;
   #statusCode: number | undefined;
   #retryAfter: string | undefined;
   #location: string | undefined;
@@ -184,11 +183,10 @@ class AnswerReader implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#statusCode !== undefined) this.#answer();
-    else this.#settle({ response: '', error: describeNetworkError(error, this.#timedOut, this.#timeoutMs) });
+    else this.#settle({ response: '', error: describeNetworkError(error, this.#timeoutMs) });
   }
 
   #timeout(): void {
-    this.#timedOut = true;
     if (this.#statusCode !== undefined) this.#answer();
     else this.#settle({ response: '', error: `timed out after ${this.#timeoutMs} ms` });
     this.#controller?.abort(new AnswerDone(`timed out after ${this.#timeoutMs} ms`));
@@ -217,8 +215,7 @@ class AnswerReader implements Dispatcher.DispatchHandler {
   }
 }
 
-function describeNetworkError(error: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut) return `timed out after ${timeoutMs} ms`;
+function describeNetworkError(error: unknown, timeoutMs: number): string {
   const err = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = err.cause?.code ?? err.code;
   const message = err.cause?.message ?? err.message ?? String(error);
