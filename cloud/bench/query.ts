@@ -135,7 +135,9 @@ try {
   // The raw path's own floor: the 2 s window's rows out by binary COPY and walked by the same reader the
   // server uses, grouped into nothing (what any fold of them in the server costs at least).
   const copyPool = new pg.Pool({ connectionString: database.url, max: 1 });
-  const copyRange = `time >= timestamptz 'epoch' + (${mid})::int8 * interval '1 microsecond' and time < timestamptz 'epoch' + (${mid + 2_000_000})::int8 * interval '1 microsecond'`;
+  // COPY takes no parameters: a range of the table's rows with its bounds inlined.
+  const timeRange = (from: number, to: number) => `time >= timestamptz 'epoch' + (${from})::int8 * interval '1 microsecond' and time < timestamptz 'epoch' + (${to})::int8 * interval '1 microsecond'`;
+  const copyRange = timeRange(mid, mid + 2_000_000);
   const copy2s = await timed(RUNS, () => copyRowsOut(copyPool, `select time, ch_3::float8 from ${table} where ${copyRange} and ch_3 is not null`, (row) => {
     row.timestampUs();
     row.float8();
@@ -147,10 +149,9 @@ try {
   const copy2s8 = await timed(RUNS, () => copyRowsOut(copyPool, `select time, ${eightValues} from ${table} where ${copyRange}`, walkEight));
   const halvesPool = new pg.Pool({ connectionString: database.url, max: 2 });
   const half = mid + 1_000_000;
-  const halfRange = (from: number, to: number) => `time >= timestamptz 'epoch' + (${from})::int8 * interval '1 microsecond' and time < timestamptz 'epoch' + (${to})::int8 * interval '1 microsecond'`;
   const copy2s8Halves = await timed(RUNS, () => Promise.all([
-    copyRowsOut(halvesPool, `select time, ${eightValues} from ${table} where ${halfRange(mid, half)}`, walkEight),
-    copyRowsOut(halvesPool, `select time, ${eightValues} from ${table} where ${halfRange(half, mid + 2_000_000)}`, walkEight),
+    copyRowsOut(halvesPool, `select time, ${eightValues} from ${table} where ${timeRange(mid, half)}`, walkEight),
+    copyRowsOut(halvesPool, `select time, ${eightValues} from ${table} where ${timeRange(half, mid + 2_000_000)}`, walkEight),
   ]));
   await halvesPool.end();
   // The eight-channel whole range's own floor: the plan's rollup packs out by binary COPY as the Query
