@@ -30,41 +30,9 @@ export class M4Grid {
     this.data = new Float64Array(size * M4_FIELDS);
   }
 
-  /**
-   * Add one sample to bucket `k`: mergeAt for a count of one, written out. A raw window folds every
-   * sample through here (a 2 s window of eight channels: 320,000), and a sample is its own minimum,
-   * maximum, first and last, so half of mergeAt's comparisons have a known answer. PostgreSQL's float8
-   * order as compareF8 has it: NaN above every number and equal to itself, -0 equal to 0.
-   */
+  /** Add one sample to bucket `k`. */
   add(k: number, t: number, v: number): void {
-    const d = this.data;
-    const o = this.offset(k);
-    const count = d[o + COUNT]!;
-    if (count === 0) {
-      d[o + COUNT] = 1;
-      d[o + MIN_V] = v; d[o + MIN_T] = t;
-      d[o + MAX_V] = v; d[o + MAX_T] = t;
-      d[o + FIRST_T] = t; d[o + FIRST_V] = v;
-      d[o + LAST_T] = t; d[o + LAST_V] = v;
-      return;
-    }
-    d[o + COUNT] = count + 1;
-    if (t < d[o + FIRST_T]!) {
-      d[o + FIRST_T] = t; d[o + FIRST_V] = v;
-    }
-    if (t > d[o + LAST_T]!) {
-      d[o + LAST_T] = t; d[o + LAST_V] = v;
-    }
-    const minV = d[o + MIN_V]!;
-    // Lower: a number below the minimum, or any number when the minimum is NaN; equal and earlier.
-    if (v < minV || (minV !== minV && v === v) || ((v === minV || (v !== v && minV !== minV)) && t < d[o + MIN_T]!)) {
-      d[o + MIN_V] = v; d[o + MIN_T] = t;
-    }
-    const maxV = d[o + MAX_V]!;
-    // Higher: a number above the maximum, or NaN over a number; equal and earlier.
-    if (v > maxV || (v !== v && maxV === maxV) || ((v === maxV || (v !== v && maxV !== maxV)) && t < d[o + MAX_T]!)) {
-      d[o + MAX_V] = v; d[o + MAX_T] = t;
-    }
+    mergeAt(this.data, this.offset(k), 1, v, t, v, t, t, v, t, v);
   }
 
   /** Fold the non-empty rollup slot starting at byte `at` of `view` (big-endian, rollup-packs.ts) into bucket `k`. */
